@@ -1,0 +1,3 @@
+"""gpucluster: design, simulate and validate GPU clusters for AI."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,152 @@
+"""Pydantic models of catalog entries.
+
+Units are in the field names (`_tflops` = 1e12 FLOP/s dense, `_gbps` = GB/s =
+1e9 bytes/s, `_gbit` = Gbit/s line rate, `_tbps` = TB/s = 1e12 bytes/s, `_gib`
+= 2**30 bytes, `_w` = watts, `_usd` = US dollars, `_us` = microseconds).
+Every number is a `Sourced` value that names its source; a source says whether
+the number is from a datasheet, a measurement, a fit or a price list.
+"""
+
+from __future__ import annotations
+
+from datetime import date
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, model_validator
+
+Precision = Literal["fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "fp6", "fp4", "int8"]
+Provenance = Literal["datasheet", "measured", "fitted", "price-list", "market", "estimate"]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Source(Strict):
+    title: str
+    kind: Provenance
+    date: date
+    url: str | None = None
+    notes: str | None = None
+
+
+class Sourced(Strict):
+    """A number with the id of its source (a key of the file's `sources`)."""
+    value: float
+    source: str
+
+
+class GemmPoint(Strict):
+    m: PositiveInt
+    n: PositiveInt
+    k: PositiveInt
+    precision: Precision
+    tflops: PositiveFloat
+    source: str
+
+
+class Efficiency(Strict):
+    gemm: list[GemmPoint] = Field(default_factory=list, description="achieved GEMM TFLOP/s by shape")
+    hbm_fraction: Sourced | None = Field(None, description="achievable fraction of peak HBM bandwidth (STREAM-like)")
+
+
+class Memory(Strict):
+    capacity_gib: Sourced
+    bandwidth_tbps: Sourced
+    type: str
+
+
+class ScaleUp(Strict):
+    """The GPU's scale-up link: NVLink/NVSwitch, Infinity Fabric or PCIe."""
+    link: str = Field(description="name of a link technology in links.yaml")
+    bandwidth_gbps_per_direction: Sourced = Field(description="GB/s per direction, one GPU to the domain")
+    domain_size: Sourced = Field(description="GPUs in one scale-up domain")
+    switched: bool = Field(description="true: NVSwitch (any-to-any at full rate); false: point-to-point mesh")
+    in_switch_reduction: bool = Field(False, description="NVLink SHARP (NVLS) all-reduce in the switch")
+
+
+class Prices(Strict):
+    purchase_usd: Sourced | None = None
+    rental_usd_per_gpu_hour: Sourced | None = None
+
+
+class Entry(Strict):
+    """A named catalog entry whose every `Sourced` number names a defined source."""
+    name: str
+    aliases: list[str] = Field(default_factory=list)
+    sources: dict[str, Source]
+
+    @model_validator(mode="after")
+    def _sources_resolve(self):
+        for ref in _source_refs(self):
+            if ref not in self.sources:
+                raise ValueError(f"source {ref!r} is not defined in `sources` (defined: {', '.join(self.sources)})")
+        return self
+
+
+class Gpu(Entry):
+    vendor: Literal["nvidia", "amd", "intel", "google", "aws"]
+    architecture: str
+    form_factor: str
+    peak_tflops: dict[Precision, Sourced] = Field(description="dense peak TFLOP/s, no sparsity")
+    memory: Memory
+    scale_up: ScaleUp
+    host_link: str = Field(description="PCIe generation to the host, e.g. PCIe5 x16")
+    tdp_w: Sourced
+    prices: Prices = Prices()
+    efficiency: Efficiency = Efficiency()
+
+    @property
+    def domain_size(self) -> int:
+        return int(self.scale_up.domain_size.value)
+
+    @property
+    def hbm_bytes(self) -> float:
+        return self.memory.capacity_gib.value * 2**30
+
+
+def _source_refs(model: BaseModel):
+    for value in model.__dict__.values():
+        items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else [value]
+        for item in items:
+            if isinstance(item, Sourced | GemmPoint):
+                yield item.source
+            elif isinstance(item, BaseModel):
+                yield from _source_refs(item)
+
+
+class Link(Entry):
+    """A link technology and how well collectives use it (fitted per technology, never per row)."""
+    kind: Literal["scale-up", "scale-out"]
+    ring_efficiency: Sourced = Field(description="asymptotic ring busbw / link GB/s per direction")
+    in_switch_efficiency: Sourced | None = Field(None, description="asymptotic NVLS algbw / link GB/s per direction")
+    hop_latency_us: Sourced = Field(description="latency of one ring step over this link")
+    base_latency_us: Sourced = Field(description="fixed launch and synchronisation cost of a collective")
+    ramp_exponent: Sourced = Field(description="k in busbw = B / (1 + (S_half/S)^k); 1 is pure alpha-beta")
+
+
+class Nic(Entry):
+    fabric: Literal["infiniband", "roce", "ethernet"]
+    line_rate_gbit: Sourced = Field(description="Gbit/s per port")
+    link: str = Field(description="name of a scale-out link technology in links.yaml")
+    power_w: Sourced | None = None
+    price_usd: Sourced | None = None
+
+
+class Switch(Entry):
+    fabric: Literal["infiniband", "roce", "ethernet"]
+    radix: Sourced = Field(description="ports at port_gbit")
+    port_gbit: Sourced
+    power_w: Sourced
+    price_usd: Sourced | None = None
+
+
+class Cpu(Entry):
+    vendor: Literal["amd", "intel", "nvidia", "ampere", "aws"]
+    cores: Sourced
+    base_ghz: Sourced
+    boost_ghz: Sourced
+    peak_fp32_tflops: Sourced = Field(description="cores x boost GHz x FLOP/cycle (AVX-512/AVX2 FMA)")
+    memory_bandwidth_gbps: Sourced
+    tdp_w: Sourced
+    price_usd: Sourced | None = None

@@ -1,0 +1,99 @@
+"""Loads the catalog's data files into one registry per family.
+
+Layout of `data/`: one YAML per GPU SKU in `gpus/`; `links.yaml`, `nics.yaml`,
+`switches.yaml` and `cpus.yaml` hold a file-wide `sources:` map and a list of
+`entries:` that cite it. Loaded once, on first use, so that commands that do
+not touch the catalog start fast.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cached_property
+from pathlib import Path
+from typing import TypeVar
+
+from gpucluster.catalog.models import Cpu, Entry, Gpu, Link, Nic, Switch
+from gpucluster.errors import UserError
+from gpucluster.registry import Registry
+from gpucluster.specs.loader import load_yaml, parse_data
+
+DATA_DIR = Path(__file__).parent / "data"
+E = TypeVar("E", bound=Entry)
+
+
+def _fill(reg: Registry[E], model: type[E], path: Path) -> Registry[E]:
+    data, lines = load_yaml(path)
+    if not isinstance(data, dict) or "entries" not in data:
+        raise UserError("expected a mapping with `sources:` and `entries:`", file=str(path))
+    sources = data.get("sources", {})
+    for i, raw in enumerate(data["entries"]):
+        if not isinstance(raw, dict):
+            raise UserError("each entry must be a mapping", file=str(path), field=f"entries[{i}]")
+        entry = parse_data(model, {**raw, "sources": sources}, str(path), lines, prefix=("entries", i))
+        reg.add(entry.name, entry, entry.aliases)
+    return reg
+
+
+class Catalog:
+    def __init__(self, data_dir: Path = DATA_DIR) -> None:
+        self.data_dir = data_dir
+
+    @cached_property
+    def gpus(self) -> Registry[Gpu]:
+        reg: Registry[Gpu] = Registry("GPU")
+        for path in sorted((self.data_dir / "gpus").glob("*.yaml")):
+            data, lines = load_yaml(path)
+            gpu = parse_data(Gpu, data, str(path), lines)
+            reg.add(gpu.name, gpu, gpu.aliases)
+        return reg
+
+    @cached_property
+    def links(self) -> Registry[Link]:
+        return _fill(Registry("link technology"), Link, self.data_dir / "links.yaml")
+
+    @cached_property
+    def nics(self) -> Registry[Nic]:
+        return _fill(Registry("NIC"), Nic, self.data_dir / "nics.yaml")
+
+    @cached_property
+    def switches(self) -> Registry[Switch]:
+        return _fill(Registry("switch"), Switch, self.data_dir / "switches.yaml")
+
+    @cached_property
+    def cpus(self) -> Registry[Cpu]:
+        return _fill(Registry("CPU"), Cpu, self.data_dir / "cpus.yaml")
+
+    def families(self) -> dict[str, Registry]:
+        return {"gpu": self.gpus, "link": self.links, "nic": self.nics,
+                "switch": self.switches, "cpu": self.cpus}
+
+    def find(self, name: str) -> tuple[str, Entry]:
+        """Look a name up in every family (for `gpucluster catalog NAME`)."""
+        gpu_name = name.split(":")[0] if re.fullmatch(r"[^:]+:\d+", name) else name
+        for family, reg in self.families().items():
+            if gpu_name in reg:
+                return family, reg.get(gpu_name)
+        all_names = [n for reg in self.families().values() for n in reg.names()]
+        from gpucluster.errors import unknown_name
+        raise unknown_name("catalog entry", name, all_names)
+
+
+catalog = Catalog()
+
+_ACCEL = re.compile(r"^\s*([^:\s]+)\s*(?::\s*(\S+))?\s*$")
+
+
+def parse_accelerator(text: str, *, field: str | None = None, file: str | None = None) -> tuple[Gpu, int]:
+    """SkyPilot-style `H100:8` (type:count per node); a bare name means one GPU."""
+    m = _ACCEL.match(text)
+    if not m:
+        raise UserError(f"expected TYPE or TYPE:COUNT such as H100:8, got {text!r}", field=field, file=file)
+    name, count_text = m.group(1), m.group(2)
+    count = 1
+    if count_text is not None:
+        if not count_text.isdigit() or int(count_text) <= 0:
+            raise UserError(f"GPU count must be a positive integer, got {count_text!r} in {text!r}",
+                            field=field, file=file)
+        count = int(count_text)
+    return catalog.gpus.get(name, field=field, file=file), count

@@ -1,0 +1,1 @@
+"""Specs: the YAML files users write, as validated pydantic models."""
