@@ -31,11 +31,11 @@ class UserError(Exception):
         return f"{where}{what}{self.reason}"
 
 
-def unknown_name(kind: str, name: str, valid: Iterable[str], *, field: str | None = None,
-                 file: str | None = None, line: int | None = None) -> UserError:
+def unknown_name(kind: str, name: str, valid: Iterable[str], *, suggest: list[str] | None = None,
+                 field: str | None = None, file: str | None = None, line: int | None = None) -> UserError:
     """An 'unknown NAME' error that suggests the closest valid names and lists them all."""
     valid = sorted(set(valid))
-    close = difflib.get_close_matches(name, valid, n=3, cutoff=0.4)
+    close = suggest if suggest else difflib.get_close_matches(name, valid, n=3, cutoff=0.4)
     hint = f"; did you mean {', '.join(close)}?" if close else ""
     return UserError(f"unknown {kind} {name!r}{hint} (valid: {', '.join(valid)})",
                      field=field, file=file, line=line)

@@ -6,6 +6,7 @@ name raises a `UserError` that lists the valid names, in the way SkyPilot does.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable, Iterator
 from typing import Generic, TypeVar
 
@@ -44,7 +45,10 @@ class Registry(Generic[T]):
         try:
             return self._canonical[_key(name)]
         except KeyError:
-            raise unknown_name(self.kind, name, self._entries, field=field, file=file, line=line) from None
+            close = difflib.get_close_matches(_key(name), list(self._canonical), n=3, cutoff=0.5)
+            suggest = list(dict.fromkeys(self._canonical[c] for c in close))
+            raise unknown_name(self.kind, name, self._entries, suggest=suggest,
+                               field=field, file=file, line=line) from None
 
     def get(self, name: str, **where) -> T:
         return self._entries[self.canonical(name, **where)]
