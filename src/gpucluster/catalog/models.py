@@ -115,14 +115,24 @@ def _source_refs(model: BaseModel):
                 yield from _source_refs(item)
 
 
+class Ramp(Strict):
+    """How one collective algorithm approaches its asymptote on one link technology.
+
+    busbw(S) = B_inf / (1 + (half_bytes / w)^k) for w bus bytes, plus a fixed latency:
+    NCCL needs large messages to fill all its channels and pipeline slots.
+    """
+    efficiency: Sourced = Field(description="asymptotic fraction of the link's GB/s per direction")
+    half_bytes: Sourced = Field(description="bus bytes at which the bandwidth term runs at half speed")
+    ramp_exponent: Sourced = Field(description="k above; 1 is pure alpha-beta")
+
+
 class Link(Entry):
     """A link technology and how well collectives use it (fitted per technology, never per row)."""
     kind: Literal["scale-up", "scale-out"]
-    ring_efficiency: Sourced = Field(description="asymptotic ring busbw / link GB/s per direction")
-    in_switch_efficiency: Sourced | None = Field(None, description="asymptotic NVLS algbw / link GB/s per direction")
-    hop_latency_us: Sourced = Field(description="latency of one ring step over this link")
     base_latency_us: Sourced = Field(description="fixed launch and synchronisation cost of a collective")
-    ramp_exponent: Sourced = Field(description="k in busbw = B / (1 + (S_half/S)^k); 1 is pure alpha-beta")
+    hop_latency_us: Sourced = Field(description="latency added by each algorithm step over this link")
+    ring: Ramp
+    in_switch: Ramp | None = Field(None, description="NVLink SHARP (NVLS) all-reduce, where the switch reduces")
 
 
 class Nic(Entry):

@@ -1,0 +1,266 @@
+"""Collective communication model: time, algbw and busbw of NCCL-style collectives.
+
+Conventions follow nccl-tests (doc/PERFORMANCE.md): `size` is the byte count the
+benchmark prints (the full buffer for all_gather/reduce_scatter/all_to_all),
+algbw = size / time, busbw = algbw * factor with factor 2(n-1)/n for all_reduce,
+(n-1)/n for all_gather, reduce_scatter and all_to_all, and 1 for broadcast,
+reduce and send/recv. Bus bytes w = size * factor are what each GPU's busiest
+link carries, so the time of one algorithm on one link is
+
+    t = latency + w / (eff * B) * (1 + (half_bytes / w)^k)
+
+(see catalog/data/links.yaml: B is the link's GB/s per direction, eff, half_bytes
+and k are calibrated per link technology and algorithm, latency is NCCL's
+base + steps * hop latency). Algorithms, chosen like NCCL's tuner by least time:
+
+- ring: one ring through all GPUs; its bandwidth is that of the slowest link
+  the ring crosses (a NIC as soon as the group spans scale-up domains).
+- nvls: NVLink SHARP, all_reduce inside one NVSwitch domain (Hopper and later).
+- hierarchical: reduce-scatter inside each domain, the collective across
+  domains on every GPU's own rail (S/g bytes each), all-gather inside; NCCL
+  pipelines the phases, so the bandwidth term is the slowest phase's and the
+  latencies add (NCCL's tree and NVLS-tree algorithms).
+
+Everything here is pure and works on numpy arrays of sizes as well as scalars.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from gpucluster.catalog.models import Link, Ramp
+
+Op = Literal["all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "reduce", "send_recv"]
+OPS: tuple[str, ...] = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "reduce",
+                        "send_recv")
+Algorithm = Literal["auto", "ring", "nvls", "hierarchical"]
+ALGORITHMS: tuple[str, ...] = ("auto", "ring", "nvls", "hierarchical")
+
+
+@dataclass(frozen=True)
+class Tier:
+    """One level of the fabric as one GPU sees it."""
+    link: Link
+    gbps_per_direction: float  # GB/s per GPU per direction into this tier
+
+    def ramp(self, in_switch: bool = False) -> Ramp:
+        if in_switch:
+            if self.link.in_switch is None:
+                raise ValueError(f"{self.link.name} has no in-switch reduction")
+            return self.link.in_switch
+        return self.link.ring
+
+
+@dataclass(frozen=True)
+class CommGroup:
+    """A group of GPUs placed on the fabric: `per_domain` of them in each scale-up domain."""
+    gpus: int
+    per_domain: int
+    scale_up: Tier
+    scale_out: Tier | None = None
+    domain_size: int = 0          # GPUs in a full domain (0: same as per_domain)
+    switched: bool = True         # NVSwitch (any-to-any) rather than a point-to-point mesh
+    in_switch_reduction: bool = False
+    oversubscription: float = 1.0  # applied to scale-out traffic
+
+    def __post_init__(self) -> None:
+        if self.gpus < 1 or self.per_domain < 1:
+            raise ValueError("a group needs at least one GPU")
+        if self.gpus % self.per_domain:
+            raise ValueError(f"{self.gpus} GPUs cannot be split evenly into domains of {self.per_domain}")
+        if self.domains > 1 and self.scale_out is None:
+            raise ValueError("the group spans several scale-up domains but the cluster has no scale-out network")
+        if self.oversubscription < 1:
+            raise ValueError("oversubscription must be >= 1")
+
+    @property
+    def domains(self) -> int:
+        return self.gpus // self.per_domain
+
+    @property
+    def scale_up_gbps(self) -> float:
+        """Per-GPU bandwidth to the other group members inside the domain.
+
+        On a point-to-point mesh (MI300X) a GPU reaches each peer over one of its
+        domain_size-1 links, so a sub-group uses only its share of them.
+        """
+        full = self.domain_size or self.per_domain
+        if self.switched or full <= 1:
+            return self.scale_up.gbps_per_direction
+        return self.scale_up.gbps_per_direction * (self.per_domain - 1) / (full - 1)
+
+    @property
+    def scale_out_gbps(self) -> float:
+        assert self.scale_out is not None
+        return self.scale_out.gbps_per_direction / self.oversubscription
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """Result for one size; arrays when sizes were an array."""
+    op: str
+    size_bytes: np.ndarray | float
+    time_s: np.ndarray | float
+    algbw_gbps: np.ndarray | float
+    busbw_gbps: np.ndarray | float
+    algorithm: np.ndarray | str
+    bottleneck: np.ndarray | str
+
+
+def bus_factor(op: str, n: int) -> float:
+    if n <= 1:
+        return 0.0 if op != "send_recv" else 1.0
+    if op == "all_reduce":
+        return 2 * (n - 1) / n
+    if op in ("all_gather", "reduce_scatter", "all_to_all"):
+        return (n - 1) / n
+    if op in ("broadcast", "reduce", "send_recv"):
+        return 1.0
+    raise ValueError(f"unknown collective {op!r} (valid: {', '.join(OPS)})")
+
+
+def ring_steps(op: str, n: int) -> int:
+    """Sequential communication steps of the ring (or pairwise) algorithm on n ranks."""
+    if n <= 1:
+        return 0
+    if op == "all_reduce":
+        return 2 * (n - 1)
+    if op == "send_recv":
+        return 1
+    return n - 1
+
+
+def transfer_time(w_bytes, gbps: float, ramp: Ramp):
+    """Bandwidth term w / (eff B) * (1 + (half/w)^k); zero bytes take no time."""
+    w = np.asarray(w_bytes, dtype=float)
+    bw = ramp.efficiency.value * gbps * 1e9
+    safe_w = np.where(w > 0, w, 1.0)
+    return np.where(w > 0, w / bw * (1 + (ramp.half_bytes.value / safe_w) ** ramp.ramp_exponent.value), 0.0)
+
+
+def link_time(w_bytes, gbps: float, ramp: Ramp, latency_s: float):
+    return latency_s + transfer_time(w_bytes, gbps, ramp)
+
+
+def _latency_s(link: Link, steps: int) -> float:
+    return (link.base_latency_us.value + steps * link.hop_latency_us.value) * 1e-6
+
+
+def _ring(op: str, size, g: CommGroup):
+    """Flat ring (pairwise for all_to_all) over every GPU of the group."""
+    n = g.gpus
+    w = np.asarray(size, dtype=float) * bus_factor(op, n)
+    up = link_time(w, g.scale_up_gbps, g.scale_up.ramp(), _latency_s(g.scale_up.link, ring_steps(op, n)))
+    if g.domains == 1:
+        return up, "scale-up"
+    out_tier = g.scale_out
+    assert out_tier is not None
+    if op == "all_to_all":
+        # Only the share addressed to other domains crosses the NICs; both run at once.
+        cross = np.asarray(size, dtype=float) * (n - g.per_domain) / n
+        local = np.asarray(size, dtype=float) * (g.per_domain - 1) / n
+        up = link_time(local, g.scale_up_gbps, g.scale_up.ramp(), _latency_s(g.scale_up.link, g.per_domain - 1))
+        out = link_time(cross, g.scale_out_gbps, out_tier.ramp(), _latency_s(out_tier.link, g.domains - 1))
+    else:
+        out = link_time(w, g.scale_out_gbps, out_tier.ramp(), _latency_s(out_tier.link, ring_steps(op, n)))
+    return np.maximum(up, out), np.where(out >= up, "scale-out", "scale-up")
+
+
+def _nvls(size, g: CommGroup):
+    """NVLink SHARP all_reduce: each GPU writes S to the switch and reads S back,
+    so its link carries S bytes each way whatever the group size."""
+    w = np.asarray(size, dtype=float)
+    return link_time(w, g.scale_up_gbps, g.scale_up.ramp(in_switch=True), _latency_s(g.scale_up.link, 2))
+
+
+def _hierarchical(op: str, size, g: CommGroup):
+    """Inside each domain, then across domains on every GPU's own rail; pipelined."""
+    s = np.asarray(size, dtype=float)
+    out_tier = g.scale_out
+    assert out_tier is not None
+    d, p = g.domains, g.per_domain
+    up_link = g.scale_up.link
+    if op == "all_reduce":
+        if g.in_switch_reduction and up_link.in_switch is not None:
+            intra = transfer_time(s, g.scale_up_gbps, g.scale_up.ramp(True))
+            intra_lat = _latency_s(up_link, 2)
+        else:
+            intra = transfer_time(s * bus_factor("all_reduce", p), g.scale_up_gbps, g.scale_up.ramp())
+            intra_lat = _latency_s(up_link, ring_steps("all_reduce", p))
+        inter_w = s / p * bus_factor("all_reduce", d)
+    elif op in ("all_gather", "reduce_scatter"):
+        intra = transfer_time(s * (p - 1) / (p * d), g.scale_up_gbps, g.scale_up.ramp())
+        intra_lat = _latency_s(up_link, ring_steps(op, p))
+        inter_w = s / p * bus_factor(op, d)
+    elif op in ("broadcast", "reduce"):
+        intra = transfer_time(s, g.scale_up_gbps, g.scale_up.ramp())
+        intra_lat = _latency_s(up_link, ring_steps(op, p))
+        inter_w = s / p
+    else:
+        raise ValueError(f"no hierarchical algorithm for {op}")
+    # Across domains NCCL runs double binary trees: about 2*log2(d) network steps.
+    inter_steps = 2 * int(np.ceil(np.log2(d)))
+    inter = transfer_time(inter_w, g.scale_out_gbps, out_tier.ramp())
+    inter_lat = out_tier.link.hop_latency_us.value * inter_steps * 1e-6
+    # NCCL pipelines the phases chunk by chunk: the slower bandwidth term sets the pace,
+    # and every phase's latency is paid once.
+    total = np.maximum(intra, inter) + intra_lat + inter_lat
+    return total, np.where(inter >= intra, "scale-out", "scale-up")
+
+
+def candidates(op: str, g: CommGroup) -> list[str]:
+    algos = ["ring"]
+    if op == "all_reduce" and g.domains == 1 and g.in_switch_reduction and g.per_domain > 2 \
+            and g.scale_up.link.in_switch is not None:
+        algos.append("nvls")
+    if g.domains > 1 and g.per_domain > 1 and op not in ("all_to_all", "send_recv"):
+        algos.append("hierarchical")
+    return algos
+
+
+def predict(op: str, size, group: CommGroup, algorithm: str = "auto") -> Prediction:
+    """Predict a healthy cluster's nccl-tests result for `op` at `size` bytes."""
+    if op not in OPS:
+        raise ValueError(f"unknown collective {op!r} (valid: {', '.join(OPS)})")
+    sizes = np.asarray(size, dtype=float)
+    if np.any(sizes < 0):
+        raise ValueError("message size must be >= 0 bytes")
+    allowed = candidates(op, group)
+    if algorithm != "auto" and algorithm not in allowed:
+        raise ValueError(f"algorithm {algorithm!r} does not apply to {op} on this group "
+                         f"(applicable: {', '.join(allowed)})")
+    chosen = allowed if algorithm == "auto" else [algorithm]
+    if group.gpus == 1 and op != "send_recv":
+        zeros = np.zeros_like(sizes)
+        return Prediction(op, _out(size, sizes), _out(size, zeros), _out(size, zeros), _out(size, zeros),
+                          "none", "none")
+
+    results = []
+    for name in chosen:
+        if name == "ring":
+            t, neck = _ring(op, sizes, group)
+        elif name == "nvls":
+            t, neck = _nvls(sizes, group), np.full(sizes.shape, "scale-up")
+        else:
+            t, neck = _hierarchical(op, sizes, group)
+        results.append((np.asarray(t, dtype=float), np.broadcast_to(neck, sizes.shape), name))
+    times = np.stack([r[0] for r in results])
+    best = np.argmin(times, axis=0)
+    t = np.take_along_axis(times, best[None, ...], axis=0)[0]
+    algo = np.asarray([r[2] for r in results])[best]
+    neck = np.choose(best, [r[1] for r in results]) if len(results) > 1 else results[0][1]
+    algbw = np.where(t > 0, sizes / np.where(t > 0, t, 1) / 1e9, 0.0)
+    busbw = algbw * bus_factor(op, group.gpus)
+    return Prediction(op, _out(size, sizes), _out(size, t), _out(size, algbw), _out(size, busbw),
+                      _out(size, algo), _out(size, np.asarray(neck)))
+
+
+def _out(template, value):
+    """Scalars in, scalars out."""
+    if np.ndim(template) == 0:
+        v = np.asarray(value).reshape(())
+        return v.item()
+    return np.asarray(value)

@@ -1,0 +1,33 @@
+"""Place a group of GPUs on a fabric: from catalog entries to a `CommGroup`."""
+
+from __future__ import annotations
+
+from gpucluster.catalog import catalog
+from gpucluster.catalog.models import Gpu
+from gpucluster.model.collectives import CommGroup, Tier
+
+SCALE_OUT_LINK = {"infiniband": "InfiniBand", "roce": "RoCE", "ethernet": "Ethernet"}
+
+
+def nic_gbps_per_gpu(line_rate_gbit: float, nics_per_node: int, gpus_per_node: int) -> float:
+    """GB/s per direction that one GPU gets from its node's NICs (Gbit/s / 8)."""
+    return line_rate_gbit * nics_per_node / 8 / gpus_per_node
+
+
+def place_group(gpu: Gpu, gpus: int, gpus_per_node: int, *, domain_size: int | None = None,
+                scale_out_link: str | None = None, scale_out_gbps_per_gpu: float | None = None,
+                oversubscription: float = 1.0) -> CommGroup:
+    """`gpus` GPUs packed densely: whole scale-up domains first, as schedulers place them.
+
+    domain_size is the NVLink domain (default gpus_per_node; 72 for GB200 NVL72).
+    """
+    domain = domain_size or gpus_per_node
+    per_domain = min(gpus, domain)
+    up = Tier(catalog.links.get(gpu.scale_up.link), gpu.scale_up.bandwidth_gbps_per_direction.value)
+    out = None
+    if scale_out_link is not None and scale_out_gbps_per_gpu is not None:
+        out = Tier(catalog.links.get(scale_out_link), scale_out_gbps_per_gpu)
+    return CommGroup(gpus=gpus, per_domain=per_domain, scale_up=up, scale_out=out,
+                     domain_size=max(domain, per_domain) if not gpu.scale_up.switched else domain,
+                     switched=gpu.scale_up.switched, in_switch_reduction=gpu.scale_up.in_switch_reduction,
+                     oversubscription=oversubscription)

@@ -1,0 +1,1 @@
+"""Run validation cases (published measurements) against the model."""

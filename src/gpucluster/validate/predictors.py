@@ -1,0 +1,61 @@
+"""One predictor per case kind, in a registry; a kind without one is reported, not fatal."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from gpucluster.catalog import catalog
+from gpucluster.errors import UserError
+from gpucluster.model.collectives import OPS, predict
+from gpucluster.model.placement import SCALE_OUT_LINK, nic_gbps_per_gpu, place_group
+from gpucluster.registry import Registry
+from gpucluster.specs.loader import format_loc
+from gpucluster.specs.validation_case import Case, Collective, Hardware
+
+
+class Unsupported(Exception):
+    """The model cannot predict this case (yet); the message says why."""
+
+
+Predictor = Callable[[Case], dict[str, float]]
+predictors: Registry[Predictor] = Registry("validation case kind")
+
+
+def section(model: type[BaseModel], data: Any, name: str) -> Any:
+    if data is None:
+        raise Unsupported(f"missing `{name}` section")
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors(include_url=False)[0]
+        raise Unsupported(f"{name}.{format_loc(err['loc'])}: {err['msg']}") from None
+
+
+@predictors.register("collective")
+def predict_collective(case: Case) -> dict[str, float]:
+    hw: Hardware = section(Hardware, case.hardware, "hardware")
+    coll: Collective = section(Collective, getattr(case, "collective", None), "collective")
+    if coll.op not in OPS:
+        raise Unsupported(f"collective.op {coll.op!r} is not modelled (modelled: {', '.join(OPS)})")
+    try:
+        gpu = catalog.gpus.get(hw.gpu)
+    except UserError as exc:
+        raise Unsupported(f"hardware.gpu: {exc.reason}") from None
+    per_node = coll.gpus_per_node or hw.gpus_per_node
+    link = gbps = None
+    if hw.scale_out is not None:
+        link = SCALE_OUT_LINK[hw.scale_out.type]
+        gbps = nic_gbps_per_gpu(hw.scale_out.gbps_per_nic, hw.scale_out.nics_per_node, hw.gpus_per_node)
+    domain = hw.scale_up_domain or per_node
+    if coll.gpus > domain and link is None:
+        raise Unsupported("the group spans several nodes but hardware.scale_out is not given")
+    try:
+        group = place_group(gpu, coll.gpus, per_node, domain_size=domain, scale_out_link=link,
+                            scale_out_gbps_per_gpu=gbps)
+    except ValueError as exc:
+        raise Unsupported(str(exc)) from None
+    p = predict(coll.op, float(coll.bytes), group)
+    return {"busbw_gbps": p.busbw_gbps, "algbw_gbps": p.algbw_gbps, "time_us": p.time_s * 1e6}
