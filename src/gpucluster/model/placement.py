@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from gpucluster.catalog import catalog
 from gpucluster.catalog.models import Gpu
 from gpucluster.model.collectives import CommGroup, Tier
@@ -31,3 +33,36 @@ def place_group(gpu: Gpu, gpus: int, gpus_per_node: int, *, domain_size: int | N
                      domain_size=max(domain, per_domain) if not gpu.scale_up.switched else domain,
                      switched=gpu.scale_up.switched, in_switch_reduction=gpu.scale_up.in_switch_reduction,
                      oversubscription=oversubscription)
+
+
+@dataclass(frozen=True)
+class Placed:
+    """A communication group and the facts about the fabric it was built from."""
+    group: CommGroup
+    gpu: str
+    gpus_per_node: int
+    nic: str | None
+    nics_per_node: int
+    source: str  # cluster file and pool, or "command line"
+
+    def describe(self) -> dict:
+        g = self.group
+        return {"source": self.source, "gpu": self.gpu, "gpus": g.gpus, "gpus_per_node": self.gpus_per_node,
+                "gpus_per_domain": g.per_domain, "domains": g.domains,
+                "scale_up": {"link": g.scale_up.link.name, "gbps_per_direction": g.scale_up_gbps,
+                             "in_switch_reduction": g.in_switch_reduction},
+                "scale_out": None if g.scale_out is None else {
+                    "nic": self.nic, "nics_per_node": self.nics_per_node, "link": g.scale_out.link.name,
+                    "gbps_per_gpu_per_direction": g.scale_out.gbps_per_direction,
+                    "oversubscription": g.oversubscription}}
+
+    def describe_lines(self) -> list[str]:
+        g = self.group
+        lines = [f"{g.gpus} x {self.gpu} ({self.source}): {g.domains} scale-up domain(s) of {g.per_domain} GPUs",
+                 f"scale-up : {g.scale_up.link.name}, {g.scale_up_gbps:g} GB/s per GPU per direction"
+                 + (", NVLS in-switch reduction" if g.in_switch_reduction else "")]
+        if g.scale_out is not None:
+            lines.append(f"scale-out: {self.nics_per_node} x {self.nic} per node ({g.scale_out.link.name}), "
+                         f"{g.scale_out.gbps_per_direction:g} GB/s per GPU per direction"
+                         + (f", {g.oversubscription:g}:1 oversubscribed" if g.oversubscription > 1 else ""))
+        return lines

@@ -1,0 +1,35 @@
+"""The `gpucluster` command. Command modules import their heavy dependencies lazily
+so that `gpucluster --help` and `gpucluster catalog` start fast."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from gpucluster.cli import catalog_cmd, comm_cmd, schema_cmd, topology_cmd, validate_cmd
+from gpucluster.errors import UserError
+
+app = typer.Typer(
+    name="gpucluster",
+    help="Design, simulate and validate GPU clusters for AI, before and after you buy them.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+app.command("catalog")(catalog_cmd.catalog)
+app.command("schema")(schema_cmd.schema)
+app.command("topology")(topology_cmd.topology)
+app.command("comm")(comm_cmd.comm)
+app.command("validate")(validate_cmd.validate)
+
+
+def main() -> None:
+    try:
+        app()
+    except UserError as exc:
+        print(f"error: {exc.message}", file=sys.stderr)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        sys.exit(130)

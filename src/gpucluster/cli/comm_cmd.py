@@ -1,0 +1,103 @@
+"""`gpucluster comm`: the nccl-tests table a healthy cluster should print."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from gpucluster.cli.render import print_json
+
+_TYPE_BYTES = {"float": 4, "half": 2, "bfloat16": 2, "double": 8, "int8": 1, "int32": 4}
+_REDOP = {"all_reduce": "sum", "reduce_scatter": "sum", "reduce": "sum"}
+_ROOT = {"broadcast": 0, "reduce": 0}
+
+
+def comm(
+    cluster: Annotated[Optional[str], typer.Option(help="Cluster spec YAML")] = None,
+    pool: Annotated[Optional[str], typer.Option(help="Node pool of the cluster (default: the first)")] = None,
+    gpu: Annotated[Optional[str], typer.Option(help="Without --cluster: GPU type and count per node, e.g. H100:8")] = None,
+    nic: Annotated[str, typer.Option(help="Without --cluster: NIC/fabric, e.g. NDR400, RoCE-400G, Ethernet-100G")] = "NDR400",
+    nics_per_node: Annotated[Optional[int], typer.Option(help="Without --cluster: NICs per node (default: one per GPU)")] = None,
+    op: Annotated[str, typer.Option(help="all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, reduce, send_recv")] = "all_reduce",
+    gpus: Annotated[Optional[int], typer.Option(help="GPUs in the group (default: one node)")] = None,
+    min_size: Annotated[str, typer.Option("--min", "-b", help="Smallest size (nccl-tests -b)")] = "8",
+    max_size: Annotated[str, typer.Option("--max", "-e", help="Largest size (nccl-tests -e)")] = "8G",
+    factor: Annotated[int, typer.Option("--step-factor", "-f", help="Size multiplier (nccl-tests -f)")] = 2,
+    datatype: Annotated[str, typer.Option("--datatype", "-d", help="float, half, bfloat16, double, int8, int32")] = "float",
+    algo: Annotated[str, typer.Option(help="auto (as NCCL's tuner), ring, nvls, hierarchical (NCCL_ALGO)")] = "auto",
+    json_out: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
+) -> None:
+    """Print the nccl-tests table that a healthy cluster should give: the "expected" side of
+    "run nccl-tests before you train"."""
+    from gpucluster.errors import UserError
+    from gpucluster.model.collectives import ALGORITHMS, OPS, predict
+    from gpucluster.cli.placement_args import group_from_cli, group_on_cluster
+    from gpucluster.units import parse_bytes, size_sweep
+
+    if op not in OPS:
+        raise UserError(f"unknown collective {op!r} (valid: {', '.join(OPS)})", field="--op")
+    if algo not in ALGORITHMS:
+        raise UserError(f"unknown algorithm {algo!r} (valid: {', '.join(ALGORITHMS)})", field="--algo")
+    if datatype not in _TYPE_BYTES:
+        raise UserError(f"unknown datatype {datatype!r} (valid: {', '.join(_TYPE_BYTES)})", field="--datatype")
+    try:
+        sizes = size_sweep(parse_bytes(min_size), parse_bytes(max_size), factor)
+    except ValueError as exc:
+        raise UserError(str(exc), field="--min/--max/--step-factor") from None
+    if cluster is not None:
+        placed = group_on_cluster(cluster, pool, gpus)
+    elif gpu is not None:
+        placed = group_from_cli(gpu, nic, nics_per_node, gpus)
+    else:
+        raise UserError("give --cluster FILE, or --gpu TYPE:COUNT (e.g. --gpu H100:8 --nic NDR400)")
+    try:
+        pred = predict(op, [float(s) for s in sizes], placed.group, algo)
+    except ValueError as exc:
+        raise UserError(str(exc), field="--algo") from None
+
+    tbytes = _TYPE_BYTES[datatype]
+    n = placed.group.gpus
+    rows = []
+    for i, size in enumerate(sizes):
+        count = size // tbytes if op not in ("all_gather", "reduce_scatter") else size // tbytes // n
+        rows.append({"size_bytes": size, "count": int(count), "type": datatype, "redop": _REDOP.get(op, "none"),
+                     "root": _ROOT.get(op, -1), "time_us": float(pred.time_s[i] * 1e6),
+                     "algbw_gbps": float(pred.algbw_gbps[i]), "busbw_gbps": float(pred.busbw_gbps[i]),
+                     "wrong": 0, "algorithm": str(pred.algorithm[i]), "bottleneck": str(pred.bottleneck[i])})
+    avg = sum(r["busbw_gbps"] for r in rows) / len(rows)
+    if json_out:
+        print_json({"schema": "gpucluster-comm/v1", "op": op, "gpus": n, "placement": placed.describe(),
+                    "algorithm": algo, "rows": rows, "avg_busbw_gbps": avg})
+        return
+    _print_nccl_table(op, placed, rows, avg)
+
+
+def _print_nccl_table(op: str, placed, rows: list[dict], avg: float) -> None:
+    """The layout of nccl-tests' *_perf output, so that it can be diffed with a real run."""
+    out = print  # plain print: rich would wrap the fixed-width table on narrow terminals
+    out(f"# gpucluster comm: expected {op}_perf on a healthy cluster (model, not a measurement)")
+    for line in placed.describe_lines():
+        out(f"#  {line}")
+    out("#")
+    out("#                                                              out-of-place                       in-place")
+    out("#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong")
+    out("#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)")
+    for r in rows:
+        half = f"{_t(r['time_us']):>8} {r['algbw_gbps']:7.2f} {r['busbw_gbps']:7.2f} {r['wrong']:6d}"
+        out(f"{r['size_bytes']:>12} {r['count']:>13} {r['type']:>9} {r['redop']:>7} {r['root']:>7} {half} {half}")
+    out("# Out of bounds values : 0 OK")
+    out(f"# Avg bus bandwidth    : {avg:.4g} ")
+    out("#")
+    changes = []
+    for r in rows:
+        key = (r["algorithm"], r["bottleneck"])
+        if not changes or changes[-1][1] != key:
+            changes.append((r["size_bytes"], key))
+    from gpucluster.units import format_bytes
+    for size, (algorithm, neck) in changes:
+        out(f"# from {format_bytes(size):>8}: algorithm {algorithm}, limited by {neck}")
+
+
+def _t(us: float) -> str:
+    return f"{us:.2f}" if us < 1e4 else f"{us:.1f}" if us < 1e6 else f"{us:.0f}"

@@ -1,0 +1,45 @@
+"""`gpucluster validate FILE...`: the model against published measurements."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from gpucluster.cli.render import console, num, print_json
+
+
+def validate(
+    files: Annotated[list[str], typer.Argument(help="Files in the gpucluster-validation/v1 format")],
+    json_out: Annotated[bool, typer.Option("--json", help="Print exactly one JSON object")] = False,
+) -> None:
+    """Predict each case's measured metric and print the error (predicted - measured) / measured."""
+    from gpucluster.validate.runner import run_file, summarize
+
+    results = [r for f in files for r in run_file(f)]
+    summary = summarize(results)
+    if json_out:
+        print_json({"cases": [r.to_json() for r in results], "summary": summary})
+        return
+
+    from rich.table import Table
+    t = Table(title="Validation: model vs published measurements", title_justify="left")
+    for col, just in (("id", "left"), ("kind", "left"), ("metric", "left"), ("measured", "right"),
+                      ("predicted", "right"), ("error %", "right")):
+        t.add_column(col, justify=just)
+    for r in results:
+        if r.error is None:
+            t.add_row(r.id, r.kind, r.metric, num(r.measured, 2), "-", f"[dim]{r.reason}[/dim]")
+        else:
+            style = "red" if abs(r.error) > 0.25 else "yellow" if abs(r.error) > 0.10 else ""
+            err = f"{100 * r.error:+.1f}"
+            t.add_row(r.id, r.kind, r.metric, num(r.measured, 2), num(r.predicted, 2),
+                      f"[{style}]{err}[/{style}]" if style else err)
+    console.print(t)
+    s = Table(title="Summary (absolute error)", title_justify="left")
+    for col in ("kind", "cases", "predicted", "median %", "mean %", "max %"):
+        s.add_column(col, justify="left" if col == "kind" else "right")
+    for kind, row in summary.items():
+        pct = [None if row[k] is None else 100 * row[k] for k in ("median_abs_error", "mean_abs_error", "max_abs_error")]
+        s.add_row(kind, str(row["cases"]), str(row["predicted"]), *(num(p) for p in pct))
+    console.print(s)

@@ -1,0 +1,43 @@
+"""Parsing and printing of quantities. Sizes follow nccl-tests: K, M, G are powers of 1024."""
+
+from __future__ import annotations
+
+import re
+
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(i?B)?\s*$", re.IGNORECASE)
+_POW = {"": 0, "K": 1, "M": 2, "G": 3, "T": 4}
+
+
+def parse_bytes(text: str | int) -> int:
+    """'8', '128K', '8G', '1GiB' -> bytes (binary prefixes, as nccl-tests -b/-e read them)."""
+    if isinstance(text, int):
+        value = text
+    else:
+        m = _SIZE.match(text)
+        if not m:
+            raise ValueError(f"not a size: {text!r} (examples: 8, 64K, 128M, 8G)")
+        value = int(float(m.group(1)) * 1024 ** _POW[m.group(2).upper()])
+    if value < 0:
+        raise ValueError(f"size must be >= 0, got {text!r}")
+    return value
+
+
+def format_bytes(n: float) -> str:
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= scale:
+            v = n / scale
+            return f"{v:.0f} {unit}" if v == int(v) else f"{v:.1f} {unit}"
+    return f"{n:.0f} B"
+
+
+def size_sweep(min_bytes: int, max_bytes: int, factor: int = 2) -> list[int]:
+    """nccl-tests' -b MIN -e MAX -f FACTOR sequence."""
+    if min_bytes <= 0 or max_bytes < min_bytes:
+        raise ValueError(f"need 0 < min <= max, got min={min_bytes} max={max_bytes}")
+    if factor < 2:
+        raise ValueError(f"step factor must be >= 2, got {factor}")
+    sizes, s = [], min_bytes
+    while s <= max_bytes:
+        sizes.append(s)
+        s *= factor
+    return sizes
