@@ -235,15 +235,13 @@ def test_typo_in_source_id(tmp_path):
     assert "nvidia-smy" in exc.value.reason
 
 
-@pytest.mark.xfail(strict=True, reason="schema gap: Entry._sources_resolve is a model-level "
-                   "validator, so the error names the file and the bad id but not the field")
 def test_typo_in_source_id_names_field(tmp_path):
     def edit(d):
         d["memory"]["capacity_gib"]["source"] = "nvidia-smy"
     cat, _ = _broken_catalog(tmp_path, edit)
     with pytest.raises(UserError) as exc:
         cat.gpus
-    assert exc.value.field == "memory.capacity_gib"
+    assert exc.value.field == "memory.capacity_gib.source"
 
 
 def test_negative_gemm_value(tmp_path):
@@ -267,8 +265,6 @@ def test_misspelt_field(tmp_path):
     assert exc.value.field in ("memory.bandwith_tbps", "memory.bandwidth_tbps")
 
 
-@pytest.mark.xfail(strict=True, reason="schema gap: Sourced.value accepts any float, so a "
-                   "negative peak or bandwidth loads without error")
 def test_negative_sourced_value(tmp_path):
     def edit(d):
         d["peak_tflops"]["bf16"]["value"] = -989.4

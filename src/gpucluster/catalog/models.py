@@ -12,7 +12,8 @@ from __future__ import annotations
 from datetime import date
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, model_validator
+from pydantic import (BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, ValidationInfo, field_validator,
+                      model_validator)
 
 Precision = Literal["fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "fp6", "fp4", "int8"]
 Provenance = Literal["datasheet", "measured", "fitted", "price-list", "market", "estimate"]
@@ -30,10 +31,20 @@ class Source(Strict):
     notes: str | None = None
 
 
+def _known_source(ref: str, info: ValidationInfo) -> str:
+    """With the file's `sources` passed as validation context, a bad id is reported at its field."""
+    sources = (info.context or {}).get("sources")
+    if isinstance(sources, dict) and ref not in sources:
+        raise ValueError(f"source {ref!r} is not defined in `sources` (defined: {', '.join(sources)})")
+    return ref
+
+
 class Sourced(Strict):
-    """A number with the id of its source (a key of the file's `sources`)."""
-    value: float
+    """A non-negative number with the id of its source (a key of the file's `sources`)."""
+    value: float = Field(ge=0)
     source: str
+
+    _check_source = field_validator("source")(_known_source)
 
 
 class GemmPoint(Strict):
@@ -43,6 +54,8 @@ class GemmPoint(Strict):
     precision: Precision
     tflops: PositiveFloat
     source: str
+
+    _check_source = field_validator("source")(_known_source)
 
 
 class Efficiency(Strict):

@@ -30,7 +30,8 @@ def _fill(reg: Registry[E], model: type[E], path: Path) -> Registry[E]:
     for i, raw in enumerate(data["entries"]):
         if not isinstance(raw, dict):
             raise UserError("each entry must be a mapping", file=str(path), field=f"entries[{i}]")
-        entry = parse_data(model, {**raw, "sources": sources}, str(path), lines, prefix=("entries", i))
+        entry = parse_data(model, {**raw, "sources": sources}, str(path), lines, prefix=("entries", i),
+                           context={"sources": sources})
         reg.add(entry.name, entry, entry.aliases)
     return reg
 
@@ -44,7 +45,8 @@ class Catalog:
         reg: Registry[Gpu] = Registry("GPU")
         for path in sorted((self.data_dir / "gpus").glob("*.yaml")):
             data, lines = load_yaml(path)
-            gpu = parse_data(Gpu, data, str(path), lines)
+            sources = data.get("sources") if isinstance(data, dict) else None
+            gpu = parse_data(Gpu, data, str(path), lines, context={"sources": sources or {}})
             reg.add(gpu.name, gpu, gpu.aliases)
         return reg
 

@@ -102,11 +102,11 @@ def validation_error(exc: ValidationError, source: str, lines: dict[PathKey, int
 
 
 def parse_data(model: type[M], data: Any, source: str, lines: dict[PathKey, int] | None = None,
-               prefix: PathKey = ()) -> M:
+               prefix: PathKey = (), context: dict[str, Any] | None = None) -> M:
     if data is None:
         raise UserError("the file is empty", file=source)
     try:
-        return model.model_validate(data)
+        return model.model_validate(data, context=context)
     except ValidationError as exc:
         raise validation_error(exc, source, lines or {}, prefix) from None
 

@@ -1,0 +1,115 @@
+"""The real `gpucluster` console script, as a user runs it."""
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+EXE = Path(sys.executable).parent / "gpucluster"
+
+
+def run(*args, check_rc=None):
+    env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200"}
+    proc = subprocess.run([str(EXE), *args], capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
+    if check_rc is not None:
+        assert proc.returncode == check_rc, proc.stdout + proc.stderr
+    return proc
+
+
+def assert_one_line_error(proc, *needles):
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    err = proc.stderr.strip()
+    assert "Traceback" not in proc.stderr
+    assert len(err.splitlines()) == 1, err
+    for n in needles:
+        assert n in err, err
+
+
+def test_console_script_is_installed():
+    assert EXE.exists(), f"{EXE} missing: install the package (make test does)"
+
+
+def test_help_and_catalog_start_fast():
+    for args in (["--help"], ["catalog"]):
+        best = min(_timed(args) for _ in range(3))
+        # Generous bound for CI noise; the target (0.5 s) is measured by benchmarks/cli_startup.py.
+        assert best < 1.5, f"gpucluster {' '.join(args)} took {best:.2f} s"
+
+
+def _timed(args):
+    t = time.perf_counter()
+    run(*args, check_rc=0)
+    return time.perf_counter() - t
+
+
+def test_catalog_lists_and_shows_sources():
+    out = run("catalog", check_rc=0).stdout
+    for name in ("H100-SXM5-80GB", "H200-SXM-141GB", "MI300X", "NDR400", "QM9700"):
+        assert name in out
+    one = run("catalog", "H100:8", check_rc=0).stdout
+    assert "989.4" in one and "datasheet" in one and "NVIDIA H100" in one
+    data = json.loads(run("catalog", "H200", "--json", check_rc=0).stdout)
+    assert data["name"] == "H200-SXM-141GB" and data["family"] == "gpu"
+
+
+def test_catalog_unknown_name_suggests():
+    assert_one_line_error(run("catalog", "H1OO"), "unknown catalog entry", "H100")
+
+
+def test_schema_cluster_is_json_schema():
+    schema = json.loads(run("schema", "cluster", check_rc=0).stdout)
+    assert schema["type"] == "object" and "node_pools" in schema["properties"]
+    assert_one_line_error(run("schema", "clustr"), "cluster")
+
+
+def test_comm_prints_the_nccl_tests_table():
+    out = run("comm", "--gpu", "H100:8", "--op", "all_reduce", check_rc=0).stdout
+    rows = [line.split() for line in out.splitlines() if line and not line.startswith("#")]
+    assert len(rows) == 31  # 8 B .. 8 GiB, factor 2
+    assert rows[0][0] == "8" and rows[-1][0] == str(8 * 2**30)
+    assert all(len(r) == 13 for r in rows)
+    busbw = [float(r[7]) for r in rows]
+    assert busbw == sorted(busbw)
+    assert 430 < busbw[-1] < 520
+    assert "# Avg bus bandwidth" in out
+
+
+def test_comm_json_on_a_cluster_spec():
+    data = json.loads(run("comm", "--cluster", "examples/h200-256-ndr400.yaml", "--gpus", "64", "--max", "1G",
+                          "--json", check_rc=0).stdout)
+    assert data["gpus"] == 64 and data["placement"]["domains"] == 8
+    assert data["rows"][-1]["size_bytes"] == 2**30
+    assert data["rows"][-1]["busbw_gbps"] > 0
+
+
+def test_comm_bad_input():
+    assert_one_line_error(run("comm", "--gpu", "H1000:8"), "--gpu", "unknown GPU", "H100-SXM5-80GB")
+    assert_one_line_error(run("comm", "--gpu", "H100:0"), "--gpu", "positive")
+    assert_one_line_error(run("comm", "--gpu", "H100:8", "--gpus", "12"), "--gpus", "whole nodes")
+    assert_one_line_error(run("comm", "--gpu", "H100:8", "--op", "allreduce"), "--op", "all_reduce")
+    assert_one_line_error(run("comm", "--gpu", "H100:8", "--max", "lots"), "not a size")
+    assert_one_line_error(run("comm"), "--cluster")
+    assert_one_line_error(run("comm", "--cluster", "nope.yaml"), "nope.yaml", "file not found")
+
+
+def test_validate_json_is_one_object(shared_dir):
+    proc = run("validate", str(shared_dir / "validation" / "collective-public.yaml"),
+               str(shared_dir / "validation" / "training-public.yaml"), "--json", check_rc=0)
+    data = json.loads(proc.stdout)
+    assert set(data) == {"cases", "summary"}
+    coll = [c for c in data["cases"] if c["kind"] == "collective"]
+    assert all(set(c) >= {"id", "kind", "metric", "measured", "predicted", "error"} for c in coll)
+    assert data["summary"]["collective"]["median_abs_error"] <= 0.10
+    train = [c for c in data["cases"] if c["kind"] == "training"]
+    assert train and all(c["predicted"] is None and c["reason"] for c in train)
+
+
+def test_validate_bad_file(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("schema: gpucluster-validation/v1\ncases:\n  - id: x\n    kind: [\n")
+    assert_one_line_error(run("validate", str(bad)), "bad.yaml", "YAML syntax error")

@@ -1,0 +1,111 @@
+"""`gpucluster validate` on the shipped published measurements and on files it has never seen."""
+
+import textwrap
+
+import pytest
+
+from gpucluster.errors import UserError
+from gpucluster.validate.runner import run_file, summarize
+
+
+def write(tmp_path, text, name="cases.yaml"):
+    p = tmp_path / name
+    p.write_text(textwrap.dedent(text))
+    return p
+
+
+def test_collective_public_meets_the_accuracy_target(shared_dir):
+    results = run_file(shared_dir / "validation" / "collective-public.yaml")
+    s = summarize(results)["collective"]
+    assert s["predicted"] == s["cases"] == 14
+    assert s["median_abs_error"] <= 0.10
+    assert s["max_abs_error"] <= 0.25
+
+
+def test_every_shipped_file_runs_without_crashing(shared_dir):
+    for path in sorted((shared_dir / "validation").glob("*.yaml")):
+        for r in run_file(path):
+            assert (r.predicted is None) == (r.reason is not None)
+            if r.predicted is not None:
+                assert r.error == pytest.approx((r.predicted - r.measured) / r.measured)
+
+
+def test_unseen_cases_other_sizes_gpus_and_ops(tmp_path):
+    p = write(tmp_path, """
+        schema: gpucluster-validation/v1
+        cases:
+          - id: h200-ag
+            kind: collective
+            hardware: {gpu: H200-SXM-141GB, gpus: 8, gpus_per_node: 8}
+            collective: {op: all_gather, bytes: 1073741824, gpus: 8, gpus_per_node: 8}
+            measured: {busbw_gbps: 350}
+          - id: two-nodes
+            kind: collective
+            hardware: {gpu: H100, gpus: 16, gpus_per_node: 8, scale_out: {type: infiniband, gbps_per_nic: 400, nics_per_node: 8}}
+            collective: {op: all_reduce, bytes: 1073741824, gpus: 16, gpus_per_node: 8}
+            measured: {busbw_gbps: 450, time_us: 4500}
+          - id: nvl72
+            kind: collective
+            hardware: {gpu: GB200, gpus: 72, gpus_per_node: 4, scale_up_domain: 72}
+            collective: {op: all_reduce, bytes: 1073741824, gpus: 72}
+            measured: {busbw_gbps: 700}
+    """)
+    rows = {(r.id, r.metric): r for r in run_file(p)}
+    assert all(r.predicted is not None for r in rows.values()), [r.reason for r in rows.values()]
+    # all_gather has no NVLS path: ring busbw stays under 82% of 450 GB/s.
+    assert rows[("h200-ag", "busbw_gbps")].predicted < 0.82 * 450
+    # A 72-GPU NVLink domain never touches the network.
+    assert rows[("nvl72", "busbw_gbps")].predicted > 450
+
+
+def test_unsupported_kinds_and_fields_get_a_reason(tmp_path):
+    p = write(tmp_path, """
+        schema: gpucluster-validation/v1
+        cases:
+          - id: future
+            kind: storage
+            measured: {read_gbps: 10}
+          - id: no-net
+            kind: collective
+            hardware: {gpu: H100, gpus: 16, gpus_per_node: 8}
+            collective: {op: all_reduce, bytes: 1048576, gpus: 16}
+            measured: {busbw_gbps: 40}
+          - id: odd-op
+            kind: collective
+            hardware: {gpu: H100, gpus: 8, gpus_per_node: 8}
+            collective: {op: scan, bytes: 1048576, gpus: 8}
+            measured: {busbw_gbps: 40}
+          - id: unknown-gpu
+            kind: collective
+            hardware: {gpu: Z9000, gpus: 8, gpus_per_node: 8}
+            collective: {op: all_reduce, bytes: 1048576, gpus: 8}
+            measured: {busbw_gbps: 40}
+          - id: odd-metric
+            kind: collective
+            hardware: {gpu: H100, gpus: 8, gpus_per_node: 8}
+            collective: {op: all_reduce, bytes: 1048576, gpus: 8}
+            measured: {latency_ms: 1}
+    """)
+    reasons = {r.id: r.reason for r in run_file(p)}
+    assert "not supported yet" in reasons["future"]
+    assert "scale_out" in reasons["no-net"]
+    assert "scan" in reasons["odd-op"]
+    assert "Z9000" in reasons["unknown-gpu"]
+    assert "latency_ms" in reasons["odd-metric"]
+
+
+@pytest.mark.parametrize("text, expect", [
+    ("schema: gpucluster-validation/v2\ncases: []\n", "schema"),
+    ("schema: gpucluster-validation/v1\ncases:\n  - {id: a, kind: collective, measured: {busbw_gbps: 1}}\n"
+     "  - {id: a, kind: collective, measured: {busbw_gbps: 1}}\n", "duplicate case id"),
+    ("schema: gpucluster-validation/v1\ncases:\n  - {kind: collective, measured: {x: 1}}\n", "cases[0].id"),
+    ("schema: gpucluster-validation/v1\ncases:\n  - {id: a, kind: collective, measured: {x: -1}}\n", "> 0"),
+    ("schema: gpucluster-validation/v1\ncases: [\n", "YAML syntax error"),
+])
+def test_malformed_files_are_one_line_user_errors(tmp_path, text, expect):
+    p = write(tmp_path, text)
+    with pytest.raises(UserError) as exc:
+        run_file(p)
+    assert expect in exc.value.message
+    assert str(p) in exc.value.message
+    assert "\n" not in exc.value.message
