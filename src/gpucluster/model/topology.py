@@ -377,7 +377,8 @@ def tiers(spec: ClusterSpec, pool_name: str | None = None) -> dict[str, Tier]:
                     f"half-duplex, reads and writes share it; no HBM latency in the catalog"),
         "scale-up": Tier("scale-up", su.bandwidth_gbps_per_direction.value, su_link.hop_latency_us.value,
                          su_link.name,
-                         f"{gpu.name}.scale_up.bandwidth_gbps_per_direction ({su.bandwidth_gbps_per_direction.source}); "
+                         f"{gpu.name}.scale_up.bandwidth_gbps_per_direction "
+                         f"({su.bandwidth_gbps_per_direction.source}); "
                          f"latency {su_link.name}.hop_latency_us ({su_link.hop_latency_us.source})"),
         "scale-out": Tier("scale-out", nic_per_gpu, so_link.hop_latency_us.value, so_link.name, so_prov),
         "scale-out-cross-leaf": Tier(
@@ -415,19 +416,33 @@ def locate(spec: ClusterSpec, gpu: int) -> GpuLocation:
     raise AssertionError("unreachable")  # pragma: no cover
 
 
+@dataclass(frozen=True)
+class Route:
+    """How two GPUs reach each other: the tier and the switches crossed."""
+    tier: str       # self | scale-up | leaf | spine | core
+    switches: int   # 0 self; 1 scale-up (one NVSwitch) or one leaf; 3 via a spine; 5 via a core
+
+
+def route(spec: ClusterSpec, gpu_a: int, gpu_b: int) -> Route:
+    """The route between two global GPU indices (see `hops`)."""
+    a, b = locate(spec, gpu_a), locate(spec, gpu_b)
+    if gpu_a == gpu_b:
+        return Route("self", 0)
+    if a.domain == b.domain:
+        return Route("scale-up", 1)
+    n = fabric_of(spec).switch_hops(a.node, a.nic, b.node, b.nic)
+    return Route({1: "leaf", 3: "spine", 5: "core"}[n], n)
+
+
 def hops(spec: ClusterSpec, gpu_a: int, gpu_b: int) -> int:
     """Hop count between two global GPU indices.
 
     0: the same GPU. 1: the same scale-up domain (one NVSwitch, or one direct link).
     Otherwise the number of fabric switches crossed between the GPUs' NICs:
     1 the same leaf, 3 through a spine, 5 through a core. No PXN: a GPU sends
-    through its own NIC (rail-optimized, different rails cross a spine)."""
-    a, b = locate(spec, gpu_a), locate(spec, gpu_b)
-    if gpu_a == gpu_b:
-        return 0
-    if a.domain == b.domain:
-        return 1
-    return fabric_of(spec).switch_hops(a.node, a.nic, b.node, b.nic)
+    through its own NIC (rail-optimized, different rails cross a spine).
+    A 1 is either the scale-up domain or one leaf switch; `route` tells them apart."""
+    return route(spec, gpu_a, gpu_b).switches
 
 
 @dataclass(frozen=True)

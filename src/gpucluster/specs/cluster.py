@@ -113,7 +113,8 @@ class NodePool(Strict):
             if m:
                 name, count_text = m.group(1), m.group(2)
                 if not count_text.isdigit() or int(count_text) <= 0:
-                    raise ValueError(f"gpu: count in {data['gpu']!r} must be a positive integer (TYPE:COUNT, e.g. H100:8)")
+                    raise ValueError(f"gpu: count in {data['gpu']!r} must be a positive integer "
+                                     f"(TYPE:COUNT, e.g. H100:8)")
                 count = int(count_text)
                 given = data.get("gpus_per_node")
                 if given is not None and given != count:
