@@ -353,8 +353,8 @@ def specs(draw):
     if fabric["topology"] == "rail-optimized":
         for p in node_pools:
             p["rail_optimized"] = True
-    if draw(st.booleans()):
-        fabric["nodes_per_leaf"] = draw(st.integers(1, 4))
+    if not any(p["rail_optimized"] for p in node_pools) and draw(st.booleans()):
+        fabric["nodes_per_leaf"] = draw(st.integers(1, 4))  # rail pools with few nodes per leaf need 1000s of leaves
     data = {"name": draw(NAME), "node_pools": node_pools, "fabric": fabric,
             "description": draw(st.text(alphabet=string.printable, max_size=40))}
     if draw(st.booleans()):
