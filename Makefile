@@ -16,17 +16,23 @@ $(STAMP): $(BIN)/python pyproject.toml
 
 install: $(STAMP)
 
+SHARED ?= ../shared
+
 demo: $(STAMP)
-	$(BIN)/gpucluster catalog
+	$(BIN)/gpucluster catalog --kind gpu
 	$(BIN)/gpucluster topology --cluster examples/h200-256-ndr400.yaml
-	$(BIN)/gpucluster comm --cluster examples/h200-256-ndr400.yaml --op all_reduce --gpus 64 --max 8G
-	$(BIN)/gpucluster validate ../shared/validation/collective-public.yaml
+	$(BIN)/gpucluster comm --cluster examples/h200-256-ndr400.yaml --op all_reduce --gpus 64
+	@echo "# the same 256 H200 behind one 100 GbE port per node (the seed's case study):"
+	$(BIN)/gpucluster comm --cluster examples/h200-256-100gbe.yaml --op all_reduce --gpus 64 -b 1M -f 8
+	@if [ -d $(SHARED)/validation ]; then $(BIN)/gpucluster validate $(SHARED)/validation/collective-public.yaml; fi
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/collective_accuracy.py
+	$(BIN)/python benchmarks/collective_fit.py
+	$(BIN)/python benchmarks/cli_startup.py
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info

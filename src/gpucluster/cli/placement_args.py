@@ -38,22 +38,20 @@ def group_from_cli(accelerator: str, nic: str, nics_per_node: int | None, gpus: 
 
 def group_on_cluster(path: str, pool_name: str | None, gpus: int | None) -> Placed:
     """A group of `gpus` GPUs packed onto whole nodes of one pool of a cluster spec."""
+    from gpucluster.model.topology import scale_out_view
     from gpucluster.specs.cluster import load_cluster
 
     spec = load_cluster(path)
     pool = spec.pool(pool_name) if pool_name else spec.node_pools[0]
+    view = scale_out_view(spec, pool.name)
     n = _check_group_size(gpus, pool.total_gpus, pool.gpus_per_node, f"pool {pool.name!r}")
-    nic = pool.nic_entry
     nodes = max(1, n // pool.gpus_per_node)
-    leaf = spec.fabric.nodes_per_leaf
     # Oversubscription only slows traffic that has to leave a leaf switch.
-    oversub = spec.fabric.oversubscription if (leaf is None or nodes > leaf) else 1.0
+    oversub = view.oversubscription if nodes > view.nodes_per_leaf else 1.0
     try:
-        group = place_group(pool.gpu_entry, n, pool.gpus_per_node, domain_size=pool.domain_size,
-                            scale_out_link=nic.link,
-                            scale_out_gbps_per_gpu=nic_gbps_per_gpu(nic.line_rate_gbit.value, pool.nics_per_node,
-                                                                    pool.gpus_per_node),
-                            oversubscription=oversub)
+        group = place_group(pool.gpu_entry, n, pool.gpus_per_node, domain_size=view.domain_size,
+                            scale_out_link=view.scale_out_link,
+                            scale_out_gbps_per_gpu=view.nic_gbps_per_gpu_per_direction, oversubscription=oversub)
     except ValueError as exc:
         raise UserError(str(exc), field="--gpus") from None
-    return Placed(group, pool.gpu, pool.gpus_per_node, nic.name, pool.nics_per_node, f"{path}, pool {pool.name}")
+    return Placed(group, pool.gpu, pool.gpus_per_node, pool.nic, pool.nics_per_node, f"{path}, pool {pool.name}")
