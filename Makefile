@@ -30,6 +30,7 @@ test: $(STAMP)
 	$(BIN)/python -m pytest
 
 bench: $(STAMP)
+	$(BIN)/pip install -q -e '.[test,bench]'
 	$(BIN)/python benchmarks/collective_accuracy.py
 	$(BIN)/python benchmarks/collective_fit.py
 	$(BIN)/python benchmarks/cli_startup.py
