@@ -41,8 +41,8 @@ def _gpu_table(cat):
     from rich.table import Table
     t = Table(title="GPUs (dense peak, no sparsity)", title_justify="left")
     for col in ("name", "bf16 TFLOP/s", "fp8", "fp4", "HBM GiB", "HBM TB/s", "scale-up GB/s/dir",
-                "domain", "TDP W", "$/GPU-h", "aliases"):
-        t.add_column(col, justify="left" if col in ("name", "aliases") else "right")
+                "domain", "TDP W", "$/GPU-h"):
+        t.add_column(col, justify="left" if col == "name" else "right", no_wrap=col == "name")
     for name, g in cat.gpus.items():
         pk = g.peak_tflops
         rent = g.prices.rental_usd_per_gpu_hour
@@ -50,7 +50,7 @@ def _gpu_table(cat):
                   num(pk["fp8"].value if "fp8" in pk else None, 0), num(pk["fp4"].value if "fp4" in pk else None, 0),
                   num(g.memory.capacity_gib.value), num(g.memory.bandwidth_tbps.value, 2),
                   num(g.scale_up.bandwidth_gbps_per_direction.value, 0), str(g.domain_size),
-                  num(g.tdp_w.value, 0), num(rent.value if rent else None, 2), ", ".join(g.aliases))
+                  num(g.tdp_w.value, 0), num(rent.value if rent else None, 2))
     return t
 
 

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import sys
 from typing import Any
 
 from rich.console import Console
 
-console = Console(highlight=False)
+# Piped output (files, CI logs) gets a wide page instead of rich's 80-column default,
+# so that tables do not fold; a terminal keeps its own width.
+_width = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 160
+console = Console(highlight=False, width=_width)
 err_console = Console(stderr=True, highlight=False)
 
 
