@@ -13,7 +13,7 @@ and layer the forward pass does
     logits   2*h*V  (once, after the last layer)
 
 which is Megatron's 12*B*s*L*h^2*((1 + g/a + s/h)*(a*d/h) + f/h*3/2 + V/(2*L*h)). The
-2024 releases (core_r0.5-r0.9) count the full s x s attention; releases from 2025 halve
+2024 versions of the function count the full s x s attention; later ones (2025) halve
 the s^2 terms for causal masking ("only half of the attention matrix is non-zero"):
 `causal=True` gives that. The default (full) is what the validation sources use: for a
 GPT model (a*d = h, g = a, f = 4h, not gated) it equals Korthikanti et al. 2022 and
@@ -67,8 +67,8 @@ def model_flops_per_iteration(spec: TransformerSpec, global_batch: int, seq_len:
         q_ratio = a * d / h
         self_attn = expansion * L * h * h * ((1 + g / a + (s / h / 2 if causal else s / h)) * q_ratio)
     k = spec.experts_per_token if spec.is_moe else 0
-    mlp = expansion * h * (int(spec.ffn_hidden) * gated * dense  # type: ignore[arg-type]
-                           + int(spec.moe_ffn_hidden) * (k + spec.shared_experts) * gated * moe)  # type: ignore[arg-type]
+    f, fe = int(spec.ffn_hidden), int(spec.moe_ffn_hidden)  # type: ignore[arg-type]
+    mlp = expansion * h * (f * gated * dense + fe * (k + spec.shared_experts) * gated * moe)
     router = 3 * 2 * h * spec.experts * moe if include_router else 0
     logits = 3 * 2 * h * V
     return float(B * s * (mlp + self_attn + router + logits))

@@ -133,7 +133,8 @@ def _activation_terms(spec: TransformerSpec, moe_layer: bool, flash: bool, dropo
     if spec.attention == "mla":
         if spec.q_lora_rank:
             outside += 4 * int(spec.q_lora_rank)
-        outside += 2 * (int(spec.kv_lora_rank) + int(spec.qk_rope_head_dim)) + 2 * int(spec.kv_lora_rank)  # type: ignore[arg-type]
+        kv_lora, rope = int(spec.kv_lora_rank), int(spec.qk_rope_head_dim)  # type: ignore[arg-type]
+        outside += 2 * (kv_lora + rope) + 2 * kv_lora
         inside = 2 * a * spec.qk_head_dim * 2 + 2 * a * spec.v_dim * 2
     else:
         q, kv = a * spec.head_dim, int(spec.kv_heads) * spec.head_dim  # type: ignore[operator,arg-type]

@@ -23,8 +23,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import (BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt, ValidationInfo,
-                      field_validator)
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt, ValidationInfo, field_validator
 
 from gpucluster.catalog.models import Entry, Sourced, _known_source
 from gpucluster.errors import UserError
@@ -201,7 +200,8 @@ class TransformerSpec(BaseModel):
         return int(self.v_head_dim if self.attention == "mla" else self.head_dim)  # type: ignore[arg-type]
 
     def with_(self, **changes: Any) -> TransformerSpec:
-        """A validated copy with some fields changed (e.g. `spec.with_(seq_len=8192)`)."""
+        """A validated copy with some fields changed (e.g. `spec.with_(seq_len=8192)`). Defaults
+        derived from other fields (kv_heads, ffn_hidden, head_dim ...) keep their current values."""
         return TransformerSpec.model_validate({**self.model_dump(), **changes})
 
 
