@@ -7,7 +7,7 @@ import sys
 
 import typer
 
-from gpucluster.cli import catalog_cmd, comm_cmd, schema_cmd, topology_cmd, validate_cmd
+from gpucluster.cli import catalog_cmd, comm_cmd, models_cmd, schema_cmd, topology_cmd, validate_cmd
 from gpucluster.errors import UserError
 
 app = typer.Typer(
@@ -18,6 +18,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.command("catalog")(catalog_cmd.catalog)
+app.command("models")(models_cmd.models)
 app.command("schema")(schema_cmd.schema)
 app.command("topology")(topology_cmd.topology)
 app.command("comm")(comm_cmd.comm)
