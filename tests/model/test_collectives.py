@@ -79,7 +79,8 @@ def test_two_node_ring_is_limited_by_the_nic():
     g = place_group(gpu, 16, 8, scale_out_link="InfiniBand", scale_out_gbps_per_gpu=nic_gbps_per_gpu(400, 8, 8))
     p = predict("all_reduce", 8 * GiB, g, "ring")
     assert p.bottleneck == "scale-out"
-    assert p.busbw_gbps == pytest.approx(0.9 * 50, rel=0.03)
+    # the ramp (per-step chunk 512 MB) still costs a few percent at 8 GiB
+    assert 0.93 * 45 < p.busbw_gbps <= 45
     # The hierarchical algorithm crosses the network with 1/8 of the data per GPU: busbw beats the NIC.
     assert predict("all_reduce", 8 * GiB, g).busbw_gbps > 50
 

@@ -9,9 +9,10 @@ link carries, so the time of one algorithm on one link is
 
     t = latency + w / (eff * B) * (1 + (half_bytes / w)^k)
 
-(see catalog/data/links.yaml: B is the link's GB/s per direction, eff, half_bytes
-and k are calibrated per link technology and algorithm, latency is NCCL's
-base + steps * hop latency). Algorithms, chosen like NCCL's tuner by least time:
+(see catalog/data/links.yaml: B is the link's GB/s per direction, c the bytes of
+one algorithm step (S/n for a ring: with many ranks the steps get small and
+slow), eff, half_bytes and k are calibrated per link technology and algorithm,
+latency is NCCL's base + steps * hop latency). Algorithms, chosen like NCCL's tuner by least time:
 
 - ring: one ring through all GPUs; its bandwidth is that of the slowest link
   the ring crosses (a NIC as soon as the group spans scale-up domains).
@@ -133,47 +134,55 @@ def ring_steps(op: str, n: int) -> int:
     return n - 1
 
 
-def transfer_time(w_bytes, gbps: float, ramp: Ramp):
-    """Bandwidth term w / (eff B) * (1 + (half/w)^k); zero bytes take no time."""
+def transfer_time(w_bytes, chunk_bytes, gbps: float, ramp: Ramp):
+    """Bandwidth term w / (eff B) * (1 + (half / chunk)^k); zero bytes take no time.
+
+    w is what the busiest link carries; chunk is the message of one algorithm step
+    (S/n for a ring), whose size decides how well NCCL fills its channels and pipeline.
+    """
     w = np.asarray(w_bytes, dtype=float)
+    c = np.broadcast_to(np.asarray(chunk_bytes, dtype=float), w.shape)
     bw = ramp.efficiency.value * gbps * 1e9
-    safe_w = np.where(w > 0, w, 1.0)
-    return np.where(w > 0, w / bw * (1 + (ramp.half_bytes.value / safe_w) ** ramp.ramp_exponent.value), 0.0)
-
-
-def link_time(w_bytes, gbps: float, ramp: Ramp, latency_s: float):
-    return latency_s + transfer_time(w_bytes, gbps, ramp)
+    safe_c = np.where(c > 0, c, 1.0)
+    return np.where(w > 0, w / bw * (1 + (ramp.half_bytes.value / safe_c) ** ramp.ramp_exponent.value), 0.0)
 
 
 def _latency_s(link: Link, steps: int) -> float:
     return (link.base_latency_us.value + steps * link.hop_latency_us.value) * 1e-6
 
 
+def ring_chunk(op: str, size, n: int):
+    """Bytes one ring step moves: S/n, except for ops that forward the whole buffer."""
+    s = np.asarray(size, dtype=float)
+    return s if op in ("broadcast", "reduce", "send_recv") else s / max(n, 1)
+
+
 def _ring(op: str, size, g: CommGroup):
     """Flat ring (pairwise for all_to_all) over every GPU of the group."""
     n = g.gpus
-    w = np.asarray(size, dtype=float) * bus_factor(op, n)
-    up = link_time(w, g.scale_up_gbps, g.scale_up.ramp(), _latency_s(g.scale_up.link, ring_steps(op, n)))
+    s = np.asarray(size, dtype=float)
+    w, chunk = s * bus_factor(op, n), ring_chunk(op, s, n)
+    up = _latency_s(g.scale_up.link, ring_steps(op, n)) + transfer_time(w, chunk, g.scale_up_gbps, g.scale_up.ramp())
     if g.domains == 1:
         return up, "scale-up"
     out_tier = g.scale_out
     assert out_tier is not None
     if op == "all_to_all":
         # Only the share addressed to other domains crosses the NICs; both run at once.
-        cross = np.asarray(size, dtype=float) * (n - g.per_domain) / n
-        local = np.asarray(size, dtype=float) * (g.per_domain - 1) / n
-        up = link_time(local, g.scale_up_gbps, g.scale_up.ramp(), _latency_s(g.scale_up.link, g.per_domain - 1))
-        out = link_time(cross, g.scale_out_gbps, out_tier.ramp(), _latency_s(out_tier.link, g.domains - 1))
+        up = _latency_s(g.scale_up.link, g.per_domain - 1) + transfer_time(
+            s * (g.per_domain - 1) / n, chunk, g.scale_up_gbps, g.scale_up.ramp())
+        out = _latency_s(out_tier.link, g.domains - 1) + transfer_time(
+            s * (n - g.per_domain) / n, chunk, g.scale_out_gbps, out_tier.ramp())
     else:
-        out = link_time(w, g.scale_out_gbps, out_tier.ramp(), _latency_s(out_tier.link, ring_steps(op, n)))
+        out = _latency_s(out_tier.link, ring_steps(op, n)) + transfer_time(w, chunk, g.scale_out_gbps, out_tier.ramp())
     return np.maximum(up, out), np.where(out >= up, "scale-out", "scale-up")
 
 
 def _nvls(size, g: CommGroup):
     """NVLink SHARP all_reduce: each GPU writes S to the switch and reads S back,
     so its link carries S bytes each way whatever the group size."""
-    w = np.asarray(size, dtype=float)
-    return link_time(w, g.scale_up_gbps, g.scale_up.ramp(in_switch=True), _latency_s(g.scale_up.link, 2))
+    s = np.asarray(size, dtype=float)
+    return _latency_s(g.scale_up.link, 2) + transfer_time(s, s, g.scale_up_gbps, g.scale_up.ramp(in_switch=True))
 
 
 def _hierarchical(op: str, size, g: CommGroup):
@@ -185,25 +194,26 @@ def _hierarchical(op: str, size, g: CommGroup):
     up_link = g.scale_up.link
     if op == "all_reduce":
         if g.in_switch_reduction and up_link.in_switch is not None:
-            intra = transfer_time(s, g.scale_up_gbps, g.scale_up.ramp(True))
+            intra = transfer_time(s, s, g.scale_up_gbps, g.scale_up.ramp(True))
             intra_lat = _latency_s(up_link, 2)
         else:
-            intra = transfer_time(s * bus_factor("all_reduce", p), g.scale_up_gbps, g.scale_up.ramp())
+            intra = transfer_time(s * bus_factor("all_reduce", p), s / p, g.scale_up_gbps, g.scale_up.ramp())
             intra_lat = _latency_s(up_link, ring_steps("all_reduce", p))
-        inter_w = s / p * bus_factor("all_reduce", d)
+        # Across domains each rail carries S/p through a pipelined tree.
+        inter_w, inter_chunk = s / p * bus_factor("all_reduce", d), s / p
     elif op in ("all_gather", "reduce_scatter"):
-        intra = transfer_time(s * (p - 1) / (p * d), g.scale_up_gbps, g.scale_up.ramp())
+        intra = transfer_time(s * (p - 1) / (p * d), s / (p * d), g.scale_up_gbps, g.scale_up.ramp())
         intra_lat = _latency_s(up_link, ring_steps(op, p))
-        inter_w = s / p * bus_factor(op, d)
+        inter_w, inter_chunk = s / p * bus_factor(op, d), s / (p * d)
     elif op in ("broadcast", "reduce"):
-        intra = transfer_time(s, g.scale_up_gbps, g.scale_up.ramp())
+        intra = transfer_time(s, s, g.scale_up_gbps, g.scale_up.ramp())
         intra_lat = _latency_s(up_link, ring_steps(op, p))
-        inter_w = s / p
+        inter_w, inter_chunk = s / p, s / p
     else:
         raise ValueError(f"no hierarchical algorithm for {op}")
     # Across domains NCCL runs double binary trees: about 2*log2(d) network steps.
     inter_steps = 2 * int(np.ceil(np.log2(d)))
-    inter = transfer_time(inter_w, g.scale_out_gbps, out_tier.ramp())
+    inter = transfer_time(inter_w, inter_chunk, g.scale_out_gbps, out_tier.ramp())
     inter_lat = out_tier.link.hop_latency_us.value * inter_steps * 1e-6
     # NCCL pipelines the phases chunk by chunk: the slower bandwidth term sets the pace,
     # and every phase's latency is paid once.
