@@ -73,16 +73,18 @@ def test_a100_node_peaks_near_230():
     assert "nvls" not in candidates("all_reduce", g)
 
 
-def test_two_node_ring_is_limited_by_the_nic():
-    """NCCL_ALGO=RING across nodes measures the scale-out network: ~90% of a 400G NIC per GPU."""
-    gpu = catalog.gpus.get("H100")
-    g = place_group(gpu, 16, 8, scale_out_link="InfiniBand", scale_out_gbps_per_gpu=nic_gbps_per_gpu(400, 8, 8))
+def test_multi_node_ring_is_limited_by_the_nodes_nics():
+    """NCCL spreads its rings' node crossings over the rails, so NCCL_ALGO=RING across nodes
+    is bounded by a node's NICs together: 8 x HDR200 = 200 GB/s for an A100 node (Azure's
+    ND A100 v4 reports about 185 GB/s busbw across nodes)."""
+    gpu = catalog.gpus.get("A100-SXM4-80GB")
+    g = place_group(gpu, 64, 8, scale_out_link="InfiniBand", scale_out_gbps_per_gpu=nic_gbps_per_gpu(200, 8, 8))
     p = predict("all_reduce", 8 * GiB, g, "ring")
     assert p.bottleneck == "scale-out"
-    # the ramp (per-step chunk 512 MB) still costs a few percent at 8 GiB
-    assert 0.93 * 45 < p.busbw_gbps <= 45
-    # The hierarchical algorithm crosses the network with 1/8 of the data per GPU: busbw beats the NIC.
-    assert predict("all_reduce", 8 * GiB, g).busbw_gbps > 50
+    assert 0.85 * 180 < p.busbw_gbps <= 0.9 * 200
+    # One NIC per node instead of eight: the same ring is eight times slower across nodes.
+    thin = place_group(gpu, 64, 8, scale_out_link="InfiniBand", scale_out_gbps_per_gpu=nic_gbps_per_gpu(200, 1, 8))
+    assert predict("all_reduce", 8 * GiB, thin, "ring").busbw_gbps == pytest.approx(p.busbw_gbps / 8, rel=0.01)
 
 
 def test_100gbe_is_far_slower_than_ndr400():
@@ -159,9 +161,9 @@ def test_ring_busbw_never_exceeds_the_slowest_link(size, shape, up, net):
     g = make_group(*shape, up, net)
     p = predict("all_reduce", size, g, "ring")
     limit = g.scale_up_gbps * g.scale_up.link.ring.efficiency.value
-    if g.domains > 1:
-        limit = min(limit, g.scale_out_gbps * g.scale_out.link.ring.efficiency.value)
-    assert p.busbw_gbps <= limit * (1 + 1e-9)
+    if g.domains > 1:  # the domain's NICs share the ring's crossings
+        limit = min(limit, g.per_domain * g.scale_out_gbps * g.scale_out.link.ring.efficiency.value)
+    assert p.busbw_gbps <= limit * (1 + 1e-6)
     assert math.isfinite(p.time_s) and p.time_s > 0
 
 

@@ -174,7 +174,10 @@ def _ring(op: str, size, g: CommGroup):
         out = _latency_s(out_tier.link, g.domains - 1) + transfer_time(
             s * (n - g.per_domain) / n, chunk, g.scale_out_gbps, out_tier.ramp())
     else:
-        out = _latency_s(out_tier.link, ring_steps(op, n)) + transfer_time(w, chunk, g.scale_out_gbps, out_tier.ramp())
+        # NCCL runs one ring per channel and spreads the channels' domain crossings over the
+        # rails: each domain sends one ring edge per channel, so its p GPUs' NICs share w.
+        out = _latency_s(out_tier.link, ring_steps(op, n)) + transfer_time(
+            w / g.per_domain, chunk, g.scale_out_gbps, out_tier.ramp())
     return np.maximum(up, out), np.where(out >= up, "scale-out", "scale-up")
 
 
@@ -201,10 +204,6 @@ def _hierarchical(op: str, size, g: CommGroup):
             intra_lat = _latency_s(up_link, ring_steps("all_reduce", p))
         # Across domains each rail carries S/p through a pipelined tree.
         inter_w, inter_chunk = s / p * bus_factor("all_reduce", d), s / p
-    elif op in ("all_gather", "reduce_scatter"):
-        intra = transfer_time(s * (p - 1) / (p * d), s / (p * d), g.scale_up_gbps, g.scale_up.ramp())
-        intra_lat = _latency_s(up_link, ring_steps(op, p))
-        inter_w, inter_chunk = s / p * bus_factor(op, d), s / (p * d)
     elif op in ("broadcast", "reduce"):
         intra = transfer_time(s, s, g.scale_up_gbps, g.scale_up.ramp())
         intra_lat = _latency_s(up_link, ring_steps(op, p))
@@ -226,7 +225,9 @@ def candidates(op: str, g: CommGroup) -> list[str]:
     if op == "all_reduce" and g.domains == 1 and g.in_switch_reduction and g.per_domain > 2 \
             and g.scale_up.link.in_switch is not None:
         algos.append("nvls")
-    if g.domains > 1 and g.per_domain > 1 and op not in ("all_to_all", "send_recv"):
+    # NCCL's tree and NVLS-tree exist for all_reduce (and rooted broadcast/reduce chains);
+    # all_gather and reduce_scatter are rings only.
+    if g.domains > 1 and g.per_domain > 1 and op in ("all_reduce", "broadcast", "reduce"):
         algos.append("hierarchical")
     return algos
 
