@@ -61,6 +61,8 @@ class GemmPoint(Strict):
 class Efficiency(Strict):
     gemm: list[GemmPoint] = Field(default_factory=list, description="achieved GEMM TFLOP/s by shape")
     hbm_fraction: Sourced | None = Field(None, description="achievable fraction of peak HBM bandwidth (STREAM-like)")
+    attention_tflops: Sourced | None = Field(
+        None, description="fused (flash) attention forward TFLOP/s in bf16/fp16, as measured")
 
 
 class Memory(Strict):

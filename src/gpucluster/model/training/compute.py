@@ -1,0 +1,128 @@
+"""Time of the compute kernels of a training step on one GPU.
+
+- GEMMs: t = sqrt(t_flops^2 + t_bytes^2) + t0, a smooth roofline where
+  t_flops = 2mnk / (peak x eff_max) and t_bytes = operand and result bytes / (HBM x
+  hbm_fraction). (eff_max, t0) are fitted per chip and precision to the chip's
+  measured GEMM table in the catalog (square shapes, least squares on relative
+  error): t0 is the fixed cost of a kernel (launch, tail wave), eff_max the
+  asymptotic fraction of the datasheet peak. Chips without measurements take the
+  median of the measured chips and say so.
+- Fused (flash) attention: its FLOPs at the chip's measured attention TFLOP/s
+  (bf16/fp16 whatever the training precision; FP8 attention is not assumed).
+- Element-wise kernels (norms, activation functions, dropout, residual adds):
+  memory-bound, bytes / (HBM x hbm_fraction).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from gpucluster.catalog import catalog
+from gpucluster.catalog.models import Gpu
+
+# Tensor-core inputs: fp16 and bf16 run at the same rate on every chip in the catalog.
+_SAME_RATE = {"fp16": "bf16", "bf16": "fp16"}
+_BYTES = {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "fp4": 0.5, "int8": 1}
+DEFAULT_T0_S = 8e-6  # fallback kernel cost where nothing is measured (median of the fits)
+
+
+@dataclass(frozen=True)
+class GemmCurve:
+    gpu: str
+    precision: str
+    peak_tflops: float
+    eff_max: float
+    t0_s: float
+    hbm_gbps: float       # achievable, GB/s
+    provenance: str
+
+    def time_s(self, m: float, n: float, k: float, count: float = 1.0) -> float:
+        t_flops = 2.0 * m * n * k / (self.peak_tflops * 1e12 * self.eff_max)
+        t_bytes = (m * k + k * n + m * n) * _BYTES.get(self.precision, 2) / (self.hbm_gbps * 1e9)
+        return count * (math.hypot(t_flops, t_bytes) + self.t0_s)
+
+
+def _fit(points) -> tuple[float, float]:
+    """Least squares on relative error of t = a*F + t0 over measured (F, t)."""
+    f = np.array([2.0 * p.m * p.n * p.k for p in points])
+    t = f / (np.array([p.tflops for p in points]) * 1e12)
+    a_mat = np.stack([f / t, 1.0 / t], axis=1)
+    (a, t0), *_ = np.linalg.lstsq(a_mat, np.ones_like(t), rcond=None)
+    if t0 < 0:  # a kernel cannot cost negative time: refit through the origin
+        a, t0 = float(np.sum(f / t) / np.sum((f / t) ** 2)), 0.0
+    return float(a), float(t0)
+
+
+def hbm_gbps(gpu: Gpu) -> float:
+    frac = gpu.efficiency.hbm_fraction.value if gpu.efficiency.hbm_fraction else _median_hbm_fraction()
+    return gpu.memory.bandwidth_tbps.value * 1000 * frac
+
+
+@lru_cache(maxsize=None)
+def _median_hbm_fraction() -> float:
+    fr = [g.efficiency.hbm_fraction.value for _, g in catalog.gpus.items() if g.efficiency.hbm_fraction]
+    return float(np.median(fr)) if fr else 0.85
+
+
+def _square_points(gpu: Gpu, precision: str):
+    same = {precision, _SAME_RATE.get(precision, precision)}
+    return [p for p in gpu.efficiency.gemm if p.precision in same and p.m == p.n == p.k]
+
+
+@lru_cache(maxsize=None)
+def _measured_fits(precision: str) -> tuple[tuple[float, float], ...]:
+    """(eff_max, t0) of every chip with at least two measured square points."""
+    out = []
+    for _, g in catalog.gpus.items():
+        pts = _square_points(g, precision)
+        if len(pts) >= 2 and precision in g.peak_tflops:
+            a, t0 = _fit(pts)
+            out.append((1.0 / (a * g.peak_tflops[precision].value * 1e12), t0))
+    return tuple(out)
+
+
+@lru_cache(maxsize=None)
+def gemm_curve(gpu_name: str, precision: str) -> GemmCurve:
+    gpu = catalog.gpus.get(gpu_name)
+    if precision not in gpu.peak_tflops:
+        raise ValueError(f"{gpu.name} has no {precision} peak in the catalog "
+                         f"(it has: {', '.join(gpu.peak_tflops)})")
+    peak = gpu.peak_tflops[precision].value
+    pts = _square_points(gpu, precision)
+    if len(pts) >= 2:
+        a, t0 = _fit(pts)
+        eff = 1.0 / (a * peak * 1e12)
+        prov = (f"fitted to {len(pts)} measured {gpu.name} GEMMs "
+                f"({', '.join(sorted({gpu.sources[p.source].title[:40] for p in pts}))})")
+    elif len(pts) == 1:
+        p = pts[0]
+        eff, t0 = min(1.0, p.tflops / peak), DEFAULT_T0_S
+        prov = f"one measured {gpu.name} GEMM {p.m}x{p.n}x{p.k}: {p.tflops:g} TFLOP/s of {peak:g}"
+    else:
+        fits = _measured_fits(precision) or _measured_fits(_SAME_RATE.get(precision, "bf16"))
+        eff = float(np.median([f[0] for f in fits])) if fits else 0.75
+        t0 = float(np.median([f[1] for f in fits])) if fits else DEFAULT_T0_S
+        prov = f"no {precision} GEMM measured on {gpu.name}: median of the chips that have one (estimate)"
+    return GemmCurve(gpu.name, precision, peak, min(eff, 1.0), t0, hbm_gbps(gpu), prov)
+
+
+@lru_cache(maxsize=None)
+def attention_tflops(gpu_name: str) -> tuple[float, str]:
+    """Achieved fused-attention TFLOP/s and where it comes from."""
+    gpu = catalog.gpus.get(gpu_name)
+    half = "bf16" if "bf16" in gpu.peak_tflops else "fp16"
+    meas = gpu.efficiency.attention_tflops
+    if meas is not None:
+        return meas.value, f"measured: {gpu.sources[meas.source].title[:60]}"
+    fracs = [g.efficiency.attention_tflops.value / g.peak_tflops["bf16"].value
+             for _, g in catalog.gpus.items() if g.efficiency.attention_tflops and "bf16" in g.peak_tflops]
+    frac = float(np.median(fracs)) if fracs else 0.35
+    return frac * gpu.peak_tflops[half].value, f"estimate: median measured fraction {frac:.2f} of {half} peak"
+
+
+def elementwise_time_s(gpu_name: str, bytes_moved: float) -> float:
+    return bytes_moved / (hbm_gbps(catalog.gpus.get(gpu_name)) * 1e9)

@@ -1,0 +1,106 @@
+"""A parallel layout of one training job, and the rules that make it valid.
+
+Megatron-LM's rank order is used throughout: tensor parallel fastest, then
+context, then data (expert groups are carved out of data x context), then
+pipeline (`--order tp-cp-ep-dp-pp`). A TP group is therefore contiguous GPUs,
+a DP group strides over tp x cp GPUs, and pipeline neighbours are tp x cp x dp
+apart.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+from typing import Literal
+
+from gpucluster.model.transformer_params import layout_problems
+from gpucluster.specs.workload import TransformerSpec
+
+Recompute = Literal["none", "selective", "full"]
+Precision = Literal["fp16", "bf16", "fp8"]
+RECOMPUTE: tuple[str, ...] = ("none", "selective", "full")
+PRECISIONS: tuple[str, ...] = ("fp16", "bf16", "fp8")
+
+
+@dataclass(frozen=True)
+class Layout:
+    tp: int = 1
+    pp: int = 1
+    dp: int = 1
+    cp: int = 1
+    ep: int = 1
+    interleave: int = 1          # virtual pipeline stages per GPU (1 = plain 1F1B)
+    micro_batch: int = 1         # sequences per micro batch
+    global_batch: int = 1        # sequences per optimizer step
+    sequence_parallel: bool = False
+    recompute: Recompute = "none"
+    zero: int = 0                # 0 | 1 | 2 | 3 (3 = FSDP full shard)
+    precision: Precision = "bf16"
+    offload_optimizer: bool = False
+    flash_attention: bool = True  # fused attention (FlashAttention / cuDNN); False: scores in HBM (Megatron <= 2022)
+
+    @property
+    def gpus(self) -> int:
+        return self.tp * self.pp * self.dp * self.cp
+
+    @property
+    def microbatches(self) -> int:
+        """Micro batches each data-parallel replica runs per step (gradient accumulation)."""
+        return self.global_batch // (self.micro_batch * self.dp)
+
+    def with_(self, **changes) -> Layout:
+        return replace(self, **changes)
+
+    def short(self) -> str:
+        parts = [f"tp={self.tp}", f"pp={self.pp}", f"dp={self.dp}"]
+        parts += [f"cp={self.cp}"] if self.cp > 1 else []
+        parts += [f"ep={self.ep}"] if self.ep > 1 else []
+        parts += [f"v={self.interleave}"] if self.interleave > 1 else []
+        parts += [f"mb={self.micro_batch}", f"gbs={self.global_batch}"]
+        parts += ["sp"] if self.sequence_parallel else []
+        parts += [f"recompute={self.recompute}"] if self.recompute != "none" else []
+        parts += [f"zero={self.zero}"] if self.zero else []
+        parts += [self.precision]
+        parts += ["offload"] if self.offload_optimizer else []
+        parts += ["unfused-attention"] if not self.flash_attention else []
+        return " ".join(parts)
+
+    def to_dict(self) -> dict:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+def problems(spec: TransformerSpec, lay: Layout, gpus: int | None = None, seq_len: int | None = None) -> list[str]:
+    """Why this layout cannot run (empty: it can). Memory is checked separately."""
+    out = layout_problems(spec, lay.tp, lay.pp, lay.cp, lay.ep, seq_len)
+    for name in ("dp", "interleave", "micro_batch", "global_batch"):
+        if getattr(lay, name) < 1:
+            out.append(f"{name} must be >= 1, got {getattr(lay, name)}")
+    if out:
+        return out
+    if gpus is not None and lay.gpus != gpus:
+        out.append(f"tp x pp x dp x cp = {lay.tp} x {lay.pp} x {lay.dp} x {lay.cp} = {lay.gpus}, "
+                   f"but the job has {gpus} GPUs")
+    if lay.global_batch % (lay.micro_batch * lay.dp):
+        out.append(f"global_batch ({lay.global_batch}) is not a multiple of micro_batch x dp "
+                   f"({lay.micro_batch} x {lay.dp})")
+    if (lay.dp * lay.cp) % lay.ep:
+        out.append(f"ep ({lay.ep}) must divide dp x cp ({lay.dp * lay.cp}): expert groups come from data-parallel ranks")
+    if lay.interleave > 1:
+        if lay.pp == 1:
+            out.append("interleave > 1 needs pipeline parallelism (pp > 1)")
+        elif spec.layers % (lay.pp * lay.interleave):
+            out.append(f"layers ({spec.layers}) is not a multiple of pp x interleave ({lay.pp} x {lay.interleave})")
+        elif lay.global_batch % (lay.micro_batch * lay.dp) == 0 and lay.microbatches % lay.pp:
+            out.append(f"the interleaved schedule needs micro batches per step ({lay.microbatches}) "
+                       f"to be a multiple of pp ({lay.pp})")
+    if lay.sequence_parallel and lay.tp == 1:
+        out.append("sequence_parallel needs tp > 1")
+    if lay.zero not in (0, 1, 2, 3):
+        out.append(f"zero must be 0, 1, 2 or 3, got {lay.zero}")
+    if lay.zero and lay.pp > 1 and lay.zero >= 2:
+        out.append("ZeRO-2/3 shard gradients every micro batch, which pipeline parallelism does not support "
+                   "(Megatron and DeepSpeed allow only ZeRO-1 with pp > 1)")
+    if lay.recompute not in RECOMPUTE:
+        out.append(f"recompute must be one of {', '.join(RECOMPUTE)}, got {lay.recompute!r}")
+    if lay.precision not in PRECISIONS:
+        out.append(f"precision must be one of {', '.join(PRECISIONS)}, got {lay.precision!r}")
+    return out

@@ -1,0 +1,76 @@
+"""Memory per GPU of one training layout (bytes), and whether it fits the GPU's HBM."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpucluster.model.training.layout import Layout
+from gpucluster.model.transformer_memory import (activation_bytes_outside_layers, activation_bytes_per_layer,
+                                                 pipeline_inflight_microbatches, weight_grad_optimizer_bytes)
+from gpucluster.model.transformer_params import params, stage_layer_counts
+from gpucluster.specs.workload import TransformerSpec
+
+# CUDA context (~0.5 GiB), NCCL communicator buffers (~1 GiB with several groups) and the
+# caching allocator's fragmentation: an estimate, the same for every chip.
+RESERVED_BYTES = 3 * 2**30
+
+
+@dataclass(frozen=True)
+class Memory:
+    weights: float
+    grads: float
+    optimizer: float
+    activations: float
+    buffers: float           # ZeRO-3 prefetched layers, reserved runtime memory
+    capacity: float          # HBM of the GPU
+
+    @property
+    def total(self) -> float:
+        return self.weights + self.grads + self.optimizer + self.activations + self.buffers
+
+    @property
+    def fits(self) -> bool:
+        return self.total <= self.capacity
+
+    def rows(self) -> list[tuple[str, float]]:
+        return [("weights", self.weights), ("gradients", self.grads), ("optimizer states", self.optimizer),
+                ("activations", self.activations), ("buffers and runtime", self.buffers),
+                ("total", self.total), ("HBM", self.capacity)]
+
+
+def _moe_mix(spec: TransformerSpec) -> list[tuple[bool | None, int]]:
+    """(dense_layer flag, layer count) pairs; one entry for dense models."""
+    if not spec.is_moe:
+        return [(None, spec.layers)]
+    return [(True, spec.dense_layers), (False, spec.moe_layers)] if spec.dense_layers else [(False, spec.layers)]
+
+
+def activation_per_layer(spec: TransformerSpec, lay: Layout, seq_len: int, recompute: str) -> float:
+    """Average activation bytes of one layer for one micro batch (dense and MoE layers mixed)."""
+    total = 0.0
+    for dense, count in _moe_mix(spec):
+        total += count * activation_bytes_per_layer(spec, lay.micro_batch, lay.tp, lay.sequence_parallel,
+                                                    recompute, lay.cp, seq_len=seq_len, dense_layer=dense,
+                                                    flash_attention=lay.flash_attention)
+    return total / spec.layers
+
+
+def memory(spec: TransformerSpec, lay: Layout, hbm_bytes: float, seq_len: int) -> Memory:
+    wgo = weight_grad_optimizer_bytes(spec, lay.tp, lay.pp, lay.dp, lay.ep, lay.zero, lay.precision, cp=lay.cp)
+    per_layer = activation_per_layer(spec, lay, seq_len, lay.recompute)
+    outside = activation_bytes_outside_layers(spec, lay.micro_batch, lay.tp, lay.sequence_parallel, lay.cp,
+                                              seq_len=seq_len)
+    counts = stage_layer_counts(spec.layers, lay.pp)
+    mbs = lay.microbatches
+    first = pipeline_inflight_microbatches(lay.pp, lay.interleave, 0, mbs)
+    act_first = first * (counts[0] * per_layer + outside["first"])
+    last_inflight = pipeline_inflight_microbatches(lay.pp, lay.interleave, lay.pp - 1, mbs)
+    act_last = last_inflight * counts[-1] * per_layer + outside["last"]
+    if lay.pp == 1:
+        act_first = act_last = first * counts[0] * per_layer + outside["first"] + outside["last"]
+    buffers = float(RESERVED_BYTES)
+    if lay.zero >= 3:
+        # FSDP keeps the gathered weights of the running layer and the prefetched next one.
+        buffers += 2 * params(spec).total / spec.layers / lay.tp * 2
+    optimizer = 0.0 if lay.offload_optimizer else wgo["optimizer"]
+    return Memory(wgo["weights"], wgo["grads"], optimizer, max(act_first, act_last), buffers, hbm_bytes)

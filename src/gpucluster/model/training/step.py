@@ -1,0 +1,237 @@
+"""Step time of one training layout, term by term (seconds), on one cluster.
+
+The step of a pipeline-parallel job (Narayanan et al. 2021):
+
+    step = (m + (p - 1) / v) x t_mb  +  exposed DP/ZeRO communication  +  optimizer
+
+where m = micro batches per step, p = pipeline stages, v = interleaved chunks,
+and t_mb = forward + backward of one micro batch on the slowest stage. The
+bubble is the (p - 1)/v extra slots (1F1B and interleaved 1F1B). t_mb adds, per
+layer: GEMMs (compute.py: measured per chip and precision), fused attention,
+memory-bound element-wise kernels, and the exposed collectives of TP/SP
+(all-reduce, or all-gather + reduce-scatter with sequence parallelism), CP
+(ring attention: K/V exchange, hidden behind attention compute where it can be)
+and EP (two all-to-alls per MoE layer each way). Backward costs twice the
+forward's compute; full recompute re-runs the forward, selective recompute the
+attention core. Collectives come from the collective model on the groups' real
+placement (fabric.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from gpucluster.model.training.compute import attention_tflops, elementwise_time_s, gemm_curve
+from gpucluster.model.training.fabric import TrainingFabric
+from gpucluster.model.training.layout import Layout
+from gpucluster.model.training.memory import Memory, _moe_mix, memory
+from gpucluster.model.transformer_flops import (hardware_flops_per_iteration, layer_gemms, logit_gemm,
+                                                model_flops_per_iteration)
+from gpucluster.model.transformer_memory import activation_bytes_per_layer, weight_grad_optimizer_bytes
+from gpucluster.model.transformer_params import params, stage_layer_counts
+from gpucluster.specs.workload import TransformerSpec
+
+ACT_BYTES = 2           # bf16/fp16 activations on the wire (also with FP8 GEMMs)
+GRAD_BYTES = 2          # gradients reduced in bf16/fp16
+ADAM_BYTES_PER_PARAM = 30  # read fp32 master, m, v (12) + grad (2-4); write master, m, v, bf16 weight (14)
+
+TERMS = ("compute", "tp_comm", "cp_comm", "ep_comm", "pp_bubble", "pp_p2p", "dp_comm", "optimizer")
+
+
+@dataclass
+class Estimate:
+    layout: Layout
+    gpus: int
+    step_s: float
+    terms: dict[str, float]          # seconds per step, summing to step_s
+    memory: Memory
+    model_flops: float               # per step, Megatron's count (no recompute)
+    hardware_flops: float            # per step, including recompute
+    tokens_per_step: int
+    peak_tflops: float               # per GPU at the layout's precision
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.tokens_per_step / self.step_s
+
+    @property
+    def tokens_per_s_per_gpu(self) -> float:
+        return self.tokens_per_s / self.gpus
+
+    @property
+    def model_tflops_per_gpu(self) -> float:
+        return self.model_flops / self.step_s / self.gpus / 1e12
+
+    @property
+    def hardware_tflops_per_gpu(self) -> float:
+        return self.hardware_flops / self.step_s / self.gpus / 1e12
+
+    @property
+    def mfu(self) -> float:
+        return self.model_tflops_per_gpu / self.peak_tflops
+
+    @property
+    def hfu(self) -> float:
+        return self.hardware_tflops_per_gpu / self.peak_tflops
+
+    @property
+    def dominant(self) -> str:
+        return max(self.terms, key=lambda k: self.terms[k])
+
+
+@dataclass(frozen=True)
+class _LayerTimes:
+    gemm: float
+    attention: float
+    elementwise: float
+    tp: float        # forward TP/SP collectives
+    cp: float        # forward exposed CP exchange
+    ep: float        # forward all-to-alls
+
+
+def _layer(spec: TransformerSpec, lay: Layout, fab: TrainingFabric, seq_len: int, dense: bool | None) -> _LayerTimes:
+    curve = gemm_curve(fab.gpu_name, lay.precision)
+    half = gemm_curve(fab.gpu_name, "fp16" if lay.precision == "fp16" else "bf16")
+    attn_rate, _ = attention_tflops(fab.gpu_name)
+    gemm = attn = ew = 0.0
+    # Fused attention skips the masked half of causal scores (Megatron still *counts* the full
+    # s^2 in model FLOPs); unfused attention multiplies the full s x s.
+    for g in layer_gemms(spec, lay.micro_batch, lay.tp, lay.cp, lay.sequence_parallel, lay.ep, seq_len,
+                         dense_layer=dense, causal=lay.flash_attention):
+        if g.kind == "attention":
+            attn += g.flops / (attn_rate * 1e12) if lay.flash_attention else half.time_s(g.m, g.n, g.k, g.count)
+        else:
+            gemm += curve.time_s(g.m, g.n, g.k, g.count)
+            if lay.precision == "fp8":
+                # Transformer Engine casts each GEMM input to FP8 (amax, scale, a transposed copy
+                # for the backward pass): read 2 bytes, write 2 x 1 byte per input element.
+                ew += elementwise_time_s(fab.gpu_name, g.m * g.k * g.count * 4)
+    if not lay.flash_attention:
+        # Scores in HBM: written by QK^T (2 B), softmax reads and writes them (4 B), dropout
+        # writes its mask and output (3 B), score x V reads them (2 B): ~11 bytes per score.
+        scores = lay.micro_batch * spec.heads / lay.tp * (seq_len / lay.cp) * seq_len
+        attn += elementwise_time_s(fab.gpu_name, 11 * scores)
+    ew += elementwise_time_s(fab.gpu_name, elementwise_bytes(spec, lay, seq_len, dense))
+    tokens = lay.micro_batch * seq_len / lay.cp
+    act = tokens * spec.hidden * ACT_BYTES
+    tp = 0.0
+    if lay.tp > 1:
+        if lay.sequence_parallel:
+            tp = 2 * (fab.time_s("all_gather", act, lay.tp, 1) + fab.time_s("reduce_scatter", act, lay.tp, 1))
+        else:
+            tp = 2 * fab.time_s("all_reduce", act, lay.tp, 1)
+    cp = 0.0
+    if lay.cp > 1:
+        kv_width = (spec.kv_lora_rank or 0) if spec.attention == "mla" else int(spec.kv_heads) * spec.head_dim
+        kv = 2 * tokens * kv_width / lay.tp * ACT_BYTES
+        ring = (lay.cp - 1) * fab.send_recv_s(kv, lay.tp)
+        cp = max(0.0, ring - attn)  # ring attention overlaps each K/V hop with a block of attention
+    ep = 0.0
+    if spec.is_moe and dense is not True and lay.ep > 1:
+        a2a = tokens * spec.experts_per_token * spec.hidden * ACT_BYTES / (lay.tp if lay.sequence_parallel else 1)
+        ep = 2 * fab.time_s("all_to_all", a2a, lay.ep, lay.tp * lay.cp)
+    return _LayerTimes(gemm, attn, ew, tp, cp, ep)
+
+
+def elementwise_bytes(spec: TransformerSpec, lay: Layout, seq_len: int, dense: bool | None) -> float:
+    """Bytes the element-wise kernels of one layer move in the forward pass.
+
+    Every activation a layer saves for backward is written by one memory-bound kernel
+    (norm, activation function, dropout, residual add) or read by one: about the bytes
+    Korthikanti et al. count as saved, without the attention scores (handled above)."""
+    return activation_bytes_per_layer(spec, lay.micro_batch, lay.tp, lay.sequence_parallel, "none", lay.cp,
+                                      seq_len=seq_len, dense_layer=dense)
+
+
+def estimate(spec: TransformerSpec, lay: Layout, fab: TrainingFabric, *, seq_len: int | None = None) -> Estimate:
+    """Step time, memory and throughput of `lay` for `spec` on `fab` (layout assumed valid)."""
+    s = seq_len or spec.seq_len
+    gpu = fab.gpu
+    mix = _moe_mix(spec)
+    per_layer = {dense: _layer(spec, lay, fab, s, dense) for dense, _ in mix}
+    counts = stage_layer_counts(spec.layers, lay.pp)
+    frac = {dense: n / spec.layers for dense, n in mix}
+
+    def avg(attr: str) -> float:
+        return sum(getattr(per_layer[d], attr) * frac[d] for d in per_layer)
+
+    gemm, attn, ew, tp_f, cp_f, ep_f = (avg(a) for a in ("gemm", "attention", "elementwise", "tp", "cp", "ep"))
+    compute_f = gemm + attn + ew
+    # Backward: twice the forward's GEMMs and element-wise work; fused attention's backward
+    # runs 5 matrix products to the forward's 2 (Dao 2023, FlashAttention-2, section 3.2):
+    # 2.5x. The same collectives run again (their transposes).
+    bwd = 2 * (gemm + ew) + (2.5 if lay.flash_attention else 2.0) * attn
+    extra = {"none": 0.0, "selective": attn, "full": compute_f}[lay.recompute]
+    comm_extra = (tp_f + cp_f + ep_f) if lay.recompute == "full" else 0.0
+    layer_compute = compute_f + bwd + extra
+    layer_tp, layer_cp, layer_ep = 2 * tp_f, 2 * cp_f, 2 * ep_f
+    if comm_extra:
+        layer_tp, layer_cp, layer_ep = layer_tp + tp_f, layer_cp + cp_f, layer_ep + ep_f
+
+    # The last stage also runs the output layer and the loss (vocab-parallel cross entropy).
+    lg = logit_gemm(spec, lay.micro_batch, lay.tp, lay.cp, s)
+    logits_t = 3 * gemm_curve(fab.gpu_name, lay.precision).time_s(lg.m, lg.n, lg.k)
+    logits_t += 3 * elementwise_time_s(fab.gpu_name, lg.m * lg.n * 4 * 2)
+    stage_layers = max(counts[0], counts[-1] + logits_t / max(layer_compute, 1e-12))
+    stage_layers = max(stage_layers, max(counts))
+    per_mb = {"compute": stage_layers * layer_compute, "tp_comm": stage_layers * layer_tp,
+              "cp_comm": stage_layers * layer_cp, "ep_comm": stage_layers * layer_ep}
+    t_mb = sum(per_mb.values())
+    m, p, v = lay.microbatches, lay.pp, lay.interleave
+    terms = {k: m * val for k, val in per_mb.items()}
+    terms["pp_bubble"] = (p - 1) / v * t_mb
+    p2p_bytes = lay.micro_batch * s / lay.cp * spec.hidden * ACT_BYTES / lay.tp  # scatter-gather over TP ranks
+    # Megatron overlaps p2p with compute in the steady state; warm-up and cool-down wait for it.
+    terms["pp_p2p"] = 2 * (p - 1) * fab.send_recv_s(p2p_bytes, lay.tp * lay.cp * lay.dp) if p > 1 else 0.0
+
+    t_f_stage = stage_layers * (compute_f + tp_f + cp_f + ep_f)
+    t_b_stage = t_mb - t_f_stage
+    terms["dp_comm"] = _dp_exposed(spec, lay, fab, t_f_stage, t_b_stage, stage_layers, compute_f, layer_compute)
+    terms["optimizer"] = _optimizer_s(spec, lay, fab)
+
+    mem = memory(spec, lay, gpu.hbm_bytes, s)
+    tokens = lay.global_batch * s
+    return Estimate(lay, lay.gpus, sum(terms.values()), terms, mem,
+                    model_flops_per_iteration(spec, lay.global_batch, s),
+                    hardware_flops_per_iteration(spec, lay.global_batch, lay.recompute, s),
+                    tokens, gpu.peak_tflops[lay.precision].value)
+
+
+def _dp_exposed(spec: TransformerSpec, lay: Layout, fab: TrainingFabric, t_f: float, t_b: float,
+                stage_layers: float, compute_f: float, layer_compute: float) -> float:
+    """Data-parallel gradient reduction and ZeRO parameter gathers that compute cannot hide."""
+    n, stride = lay.dp * lay.cp, lay.tp
+    if n <= 1:
+        return 0.0
+    local = weight_grad_optimizer_bytes(spec, lay.tp, lay.pp, lay.dp, lay.ep, 0, lay.precision, cp=lay.cp)["params"]
+    if lay.zero >= 3:
+        # FSDP: every micro batch gathers each layer's weights for forward and again for
+        # backward, and reduce-scatters its gradients; prefetch hides them behind the
+        # neighbouring layer's compute.
+        layer_bytes = params(spec).total / spec.layers / lay.tp * GRAD_BYTES
+        ag = fab.time_s("all_gather", layer_bytes, n, stride)
+        rs = fab.time_s("reduce_scatter", layer_bytes, n, stride)
+        fwd = max(0.0, ag - compute_f)
+        bwd = max(0.0, ag + rs - (layer_compute - compute_f))
+        return lay.microbatches * stage_layers * (fwd + bwd) + ag
+    grads = local * GRAD_BYTES
+    if lay.zero == 0:
+        # Buckets are all-reduced as the last micro batch's backward produces them.
+        return max(0.0, fab.time_s("all_reduce", grads, n, stride) - t_b)
+    # Distributed optimizer: reduce-scatter gradients (hidden behind the last backward),
+    # all-gather updated weights (hidden behind the next step's first forward).
+    rs = fab.time_s("reduce_scatter", grads, n, stride)
+    ag = fab.time_s("all_gather", grads, n, stride)
+    return max(0.0, rs - t_b) + max(0.0, ag - t_f)
+
+
+def _optimizer_s(spec: TransformerSpec, lay: Layout, fab: TrainingFabric) -> float:
+    """Adam is memory-bound: ~30 bytes moved per parameter of this GPU's shard."""
+    local = weight_grad_optimizer_bytes(spec, lay.tp, lay.pp, lay.dp, lay.ep, 0, lay.precision, cp=lay.cp)["params"]
+    shard = local / (lay.dp * lay.cp) if lay.zero >= 1 else local
+    if lay.offload_optimizer:
+        # Gradients down and weights up over PCIe (~50 GB/s per GPU on PCIe5 x16), Adam on the
+        # host at ~25 GB/s of CPU memory bandwidth per GPU (a 400-500 GB/s socket shared by 8-16 GPUs).
+        return shard * 2 * GRAD_BYTES / 50e9 + shard * ADAM_BYTES_PER_PARAM / 25e9
+    return elementwise_time_s(fab.gpu_name, shard * ADAM_BYTES_PER_PARAM)
