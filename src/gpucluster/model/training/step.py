@@ -20,6 +20,7 @@ placement (fabric.py).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from gpucluster.model.training.compute import attention_tflops, elementwise_time_s, gemm_curve
 from gpucluster.model.training.fabric import TrainingFabric
@@ -91,6 +92,16 @@ class _LayerTimes:
 
 
 def _layer(spec: TransformerSpec, lay: Layout, fab: TrainingFabric, seq_len: int, dense: bool | None) -> _LayerTimes:
+    """One layer's forward on one GPU; only the fields below matter, so the search shares it."""
+    key = Layout(tp=lay.tp, cp=lay.cp, ep=lay.ep, micro_batch=lay.micro_batch,
+                 sequence_parallel=lay.sequence_parallel, precision=lay.precision,
+                 flash_attention=lay.flash_attention)
+    return _layer_cached(spec, key, fab, seq_len, dense)
+
+
+@lru_cache(maxsize=4096)
+def _layer_cached(spec: TransformerSpec, lay: Layout, fab: TrainingFabric, seq_len: int,
+                  dense: bool | None) -> _LayerTimes:
     curve = gemm_curve(fab.gpu_name, lay.precision)
     half = gemm_curve(fab.gpu_name, "fp16" if lay.precision == "fp16" else "bf16")
     attn_rate, _ = attention_tflops(fab.gpu_name)

@@ -1,0 +1,124 @@
+"""Layout search: every valid layout of a training job, ranked by predicted step time.
+
+Fields the user fixes are kept; the others are enumerated: tp (inside the NVLink
+domain unless allowed across), cp, pp, dp (what is left), ep, micro batch and
+interleave. For each of these, recompute and ZeRO are chosen as a person would:
+the least recompute and the least sharding that fit in memory are fastest, so
+the search tries them in that order and keeps every combination that fits.
+Sequence parallelism is on whenever tp > 1 (same traffic as plain TP, less
+memory) unless fixed off.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpucluster.model.training.fabric import TrainingFabric
+from gpucluster.model.training.layout import Layout, problems
+from gpucluster.model.training.memory import memory
+from gpucluster.model.training.step import Estimate, estimate
+from gpucluster.specs.workload import TransformerSpec
+
+SEARCHED = ("tp", "pp", "dp", "cp", "ep", "interleave", "micro_batch", "sequence_parallel", "recompute", "zero",
+            "offload_optimizer")
+MICRO_BATCHES = (1, 2, 4, 8)
+MAX_INTERLEAVE = 24
+
+
+@dataclass
+class SearchResult:
+    ranked: list[Estimate]                  # fitting layouts, fastest first (top k)
+    considered: int = 0                     # layouts built and checked
+    estimated: int = 0                      # layouts whose step time was computed
+    rejected: Counter = field(default_factory=Counter)   # reason -> count
+    smallest_misfit: Estimate | None = None  # the layout that came closest to fitting
+
+    @property
+    def best(self) -> Estimate | None:
+        return self.ranked[0] if self.ranked else None
+
+
+def _divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def _options(name: str, fixed: dict[str, Any], default: list) -> list:
+    return [fixed[name]] if name in fixed else default
+
+
+def search(spec: TransformerSpec, fabric: TrainingFabric, gpus: int, global_batch: int, *,
+           fixed: dict[str, Any] | None = None, seq_len: int | None = None, top: int = 5,
+           tp_across_domains: bool = False, precision: str = "bf16", flash_attention: bool = True) -> SearchResult:
+    fixed = dict(fixed or {})
+    s = seq_len or spec.seq_len
+    result = SearchResult([])
+    fits: list[Estimate] = []
+    hbm = fabric.gpu.hbm_bytes
+    tp_max = gpus if tp_across_domains else min(gpus, fabric.domain)
+    for tp in _options("tp", fixed, [d for d in _divisors(gpus) if d <= tp_max]):
+        for cp in _options("cp", fixed, [c for c in _divisors(gpus // tp) if c <= 16 and s % c == 0]):
+            if gpus % (tp * cp):
+                continue
+            rest = gpus // (tp * cp)
+            pps = [p for p in _divisors(rest) if p <= spec.layers]
+            for pp in _options("pp", fixed, pps):
+                if rest % pp:
+                    result.rejected["tp x cp x pp does not divide the GPUs"] += 1
+                    continue
+                dp = rest // pp
+                if "dp" in fixed and fixed["dp"] != dp:
+                    continue
+                eps = [e for e in _divisors(spec.experts) if (dp * cp) % e == 0] if spec.is_moe else [1]
+                for ep in _options("ep", fixed, eps):
+                    for mb in _options("micro_batch", fixed, list(MICRO_BATCHES)):
+                        if global_batch % (mb * dp):
+                            result.rejected["global batch not divisible by micro batch x dp"] += 1
+                            continue
+                        for v in _options("interleave", fixed, _interleaves(spec.layers, pp, global_batch // (mb * dp))):
+                            base = Layout(tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, interleave=v, micro_batch=mb,
+                                          global_batch=global_batch,
+                                          sequence_parallel=fixed.get("sequence_parallel", tp > 1),
+                                          precision=fixed.get("precision", precision),
+                                          flash_attention=fixed.get("flash_attention", flash_attention))
+                            _try_memory_options(spec, base, fabric, fixed, s, hbm, gpus, result, fits)
+    fits.sort(key=lambda e: e.step_s)
+    result.ranked = fits[:top]
+    return result
+
+
+def _interleaves(layers: int, pp: int, microbatches: int) -> list[int]:
+    if pp == 1 or microbatches % pp:
+        return [1]
+    per_stage = layers // pp if layers % pp == 0 else 0
+    return [1] + [v for v in _divisors(per_stage)[1:] if v <= MAX_INTERLEAVE] if per_stage else [1]
+
+
+def _try_memory_options(spec: TransformerSpec, base: Layout, fabric: TrainingFabric, fixed: dict[str, Any],
+                        s: int, hbm: float, gpus: int, result: SearchResult, fits: list[Estimate]) -> None:
+    zeros = [1 if base.dp * base.cp > 1 else 0]
+    if base.pp == 1 and base.dp * base.cp > 1:
+        zeros.append(3)
+    found = False
+    for offload in _options("offload_optimizer", fixed, [False, True]):
+        if found:
+            break  # offloading only when nothing else fits
+        for zero in _options("zero", fixed, zeros):
+            for rc in _options("recompute", fixed, ["none", "selective", "full"]):
+                lay = base.with_(zero=zero, recompute=rc, offload_optimizer=offload)
+                result.considered += 1
+                why = problems(spec, lay, gpus, s)
+                if why:
+                    result.rejected[why[0]] += 1
+                    break
+                mem = memory(spec, lay, hbm, s)
+                if not mem.fits:
+                    result.rejected["does not fit in HBM"] += 1
+                    if result.smallest_misfit is None or mem.total < result.smallest_misfit.memory.total:
+                        result.smallest_misfit = estimate(spec, lay, fabric, seq_len=s)
+                    continue
+                result.estimated += 1
+                fits.append(estimate(spec, lay, fabric, seq_len=s))
+                found = True
+                break  # more recompute only slows this (tp, pp, ..., zero) down
