@@ -63,6 +63,10 @@ class Efficiency(Strict):
     hbm_fraction: Sourced | None = Field(None, description="achievable fraction of peak HBM bandwidth (STREAM-like)")
     attention_tflops: Sourced | None = Field(
         None, description="fused (flash) attention forward TFLOP/s in bf16/fp16, as measured")
+    sustained_fraction: dict[Precision, Sourced] = Field(
+        default_factory=dict,
+        description="compute throughput sustained in end-to-end training relative to the GEMM and attention "
+                    "microbenchmarks (power-capped clocks, kernel mix), per precision; fitted on published runs")
 
 
 class Memory(Strict):

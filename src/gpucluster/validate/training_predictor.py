@@ -78,4 +78,4 @@ def predict_training(case: Case) -> dict[str, float]:
         est = res.best
     tflops = est.hardware_tflops_per_gpu if conv.tflops_include_recompute else est.model_tflops_per_gpu
     return {"iteration_s": est.step_s, "tflops_per_gpu": tflops, "tokens_per_s_per_gpu": est.tokens_per_s_per_gpu,
-            "mfu": est.mfu}
+            "mfu": est.mfu, "_compute_share": est.terms["compute"] / est.step_s}

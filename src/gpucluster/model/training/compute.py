@@ -9,6 +9,11 @@
   median of the measured chips and say so.
 - Fused (flash) attention: its FLOPs at the chip's measured attention TFLOP/s
   (bf16/fp16 whatever the training precision; FP8 attention is not assumed).
+- Sustained fraction: end-to-end training runs at lower clocks than short
+  microbenchmarks (a power-capped chip under a full step's load); a per-chip,
+  per-precision factor fitted on published training runs scales GEMM and
+  attention throughput (benchmarks/training_fit.py). Where a chip has none for
+  this precision, its value for another precision is used, else 1.
 - Element-wise kernels (norms, activation functions, dropout, residual adds):
   memory-bound, bytes / (HBM x hbm_fraction).
 """
@@ -107,7 +112,22 @@ def gemm_curve(gpu_name: str, precision: str) -> GemmCurve:
         eff = float(np.median([f[0] for f in fits])) if fits else 0.75
         t0 = float(np.median([f[1] for f in fits])) if fits else DEFAULT_T0_S
         prov = f"no {precision} GEMM measured on {gpu.name}: median of the chips that have one (estimate)"
-    return GemmCurve(gpu.name, precision, peak, min(eff, 1.0), t0, hbm_gbps(gpu), prov)
+    sus, sus_prov = sustained(gpu.name, precision)
+    return GemmCurve(gpu.name, precision, peak, min(eff, 1.0) * sus, t0, hbm_gbps(gpu), f"{prov}; x {sus:g} {sus_prov}")
+
+
+@lru_cache(maxsize=None)
+def sustained(gpu_name: str, precision: str) -> tuple[float, str]:
+    """Fraction of microbenchmark throughput sustained in training, and where it comes from."""
+    gpu = catalog.gpus.get(gpu_name)
+    table = gpu.efficiency.sustained_fraction
+    key = precision if precision in table else _SAME_RATE.get(precision)
+    if key in table:
+        return table[key].value, f"sustained in training ({gpu.sources[table[key].source].kind})"
+    if table:
+        other = sorted(table)[0]
+        return table[other].value, f"sustained in training, from this chip's {other} fit (estimate)"
+    return 1.0, "no published training run on this chip: microbenchmark rate assumed sustained"
 
 
 @lru_cache(maxsize=None)
@@ -116,12 +136,13 @@ def attention_tflops(gpu_name: str) -> tuple[float, str]:
     gpu = catalog.gpus.get(gpu_name)
     half = "bf16" if "bf16" in gpu.peak_tflops else "fp16"
     meas = gpu.efficiency.attention_tflops
+    sus = sustained(gpu_name, half)[0]
     if meas is not None:
-        return meas.value, f"measured: {gpu.sources[meas.source].title[:60]}"
+        return meas.value * sus, f"measured: {gpu.sources[meas.source].title[:60]} x {sus:g} sustained"
     fracs = [g.efficiency.attention_tflops.value / g.peak_tflops["bf16"].value
              for _, g in catalog.gpus.items() if g.efficiency.attention_tflops and "bf16" in g.peak_tflops]
     frac = float(np.median(fracs)) if fracs else 0.35
-    return frac * gpu.peak_tflops[half].value, f"estimate: median measured fraction {frac:.2f} of {half} peak"
+    return frac * gpu.peak_tflops[half].value * sus, f"estimate: median measured fraction {frac:.2f} of {half} peak"
 
 
 def elementwise_time_s(gpu_name: str, bytes_moved: float) -> float:
