@@ -41,3 +41,30 @@ def size_sweep(min_bytes: int, max_bytes: int, factor: int = 2) -> list[int]:
         sizes.append(s)
         s *= factor
     return sizes
+
+
+_COUNT = re.compile(r"^\s*(\d+(?:\.\d+)?(?:e\d+)?)\s*([KMBGT]?)\s*$", re.IGNORECASE)
+_DECIMAL = {"": 1, "K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12}
+
+
+def parse_count(text: str) -> int:
+    """'15T', '300B', '2.5M', '1e12' -> a count (decimal prefixes, as token budgets are quoted)."""
+    m = _COUNT.match(text)
+    if not m:
+        raise ValueError(f"not a count: {text!r} (examples: 15T, 300B, 2e12)")
+    value = float(m.group(1)) * _DECIMAL[m.group(2).upper()]
+    if value <= 0:
+        raise ValueError(f"must be > 0, got {text!r}")
+    return int(value)
+
+
+def format_duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.1f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.1f} min"
+    if seconds < 3 * 86400:
+        return f"{seconds / 3600:.1f} h"
+    if seconds < 2 * 365 * 86400:
+        return f"{seconds / 86400:.1f} days"
+    return f"{seconds / (365.25 * 86400):.1f} years"

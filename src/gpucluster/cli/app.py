@@ -7,7 +7,7 @@ import sys
 
 import typer
 
-from gpucluster.cli import catalog_cmd, comm_cmd, models_cmd, schema_cmd, topology_cmd, validate_cmd
+from gpucluster.cli import catalog_cmd, comm_cmd, models_cmd, plan_cmd, schema_cmd, topology_cmd, validate_cmd
 from gpucluster.errors import UserError
 
 app = typer.Typer(
@@ -23,6 +23,7 @@ app.command("schema")(schema_cmd.schema)
 app.command("topology")(topology_cmd.topology)
 app.command("comm")(comm_cmd.comm)
 app.command("validate")(validate_cmd.validate)
+app.add_typer(plan_cmd.plan_app, name="plan")
 
 
 def main() -> None:

@@ -83,7 +83,9 @@ def search(spec: TransformerSpec, fabric: TrainingFabric, gpus: int, global_batc
                                           precision=fixed.get("precision", precision),
                                           flash_attention=fixed.get("flash_attention", flash_attention))
                             _try_memory_options(spec, base, fabric, fixed, s, hbm, gpus, result, fits)
-    fits.sort(key=lambda e: e.step_s)
+    # Equal step times: prefer the simpler layout (less context, pipeline and tensor parallelism).
+    fits.sort(key=lambda e: (round(e.step_s, 9), e.layout.cp, e.layout.pp, e.layout.tp, e.layout.ep,
+                             e.layout.interleave, e.layout.micro_batch))
     result.ranked = fits[:top]
     return result
 

@@ -1,0 +1,116 @@
+"""`gpucluster plan train`: how long, how laid out, and what limits a training run."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Optional
+
+import typer
+
+plan_app = typer.Typer(help="Plan a workload on a cluster: training (serving comes next).", no_args_is_help=True)
+
+# Llama 2 (Touvron et al. 2023) and Llama 3 trained with about 4M tokens per optimizer step.
+DEFAULT_BATCH_TOKENS = 4 * 2**20
+# Chinchilla (Hoffmann et al. 2022): compute-optimal training uses about 20 tokens per parameter.
+CHINCHILLA_TOKENS_PER_PARAM = 20
+LAYOUT_KEYS = {"tp": int, "pp": int, "dp": int, "cp": int, "ep": int, "interleave": int, "v": int, "micro_batch": int,
+               "mb": int, "sequence_parallel": bool, "sp": bool, "recompute": str, "zero": int,
+               "offload_optimizer": bool, "offload": bool}
+ALIASES = {"v": "interleave", "mb": "micro_batch", "sp": "sequence_parallel", "offload": "offload_optimizer"}
+
+
+@plan_app.command("train")
+def train(
+    model: Annotated[str, typer.Option(help="A preset (see `gpucluster models`) or a model YAML file")],
+    cluster: Annotated[Optional[str], typer.Option(help="Cluster spec YAML")] = None,
+    pool: Annotated[Optional[str], typer.Option(help="Node pool of the cluster (default: the first)")] = None,
+    gpu: Annotated[Optional[str], typer.Option(help="Without --cluster: GPU type and count per node, e.g. H100:8")] = None,
+    nodes: Annotated[Optional[int], typer.Option(help="Nodes to use (default: all of the pool; 1 with --gpu)")] = None,
+    nic: Annotated[str, typer.Option(help="Without --cluster: NIC, e.g. NDR400, RoCE-400G, Ethernet-100G")] = "NDR400",
+    nics_per_node: Annotated[Optional[int], typer.Option(help="Without --cluster: NICs per node (default: one per GPU)")] = None,
+    tokens: Annotated[Optional[str], typer.Option(help="Tokens to train on, e.g. 15T, 300B (default: 20 per parameter)")] = None,
+    global_batch: Annotated[Optional[int], typer.Option(help="Sequences per optimizer step (default: ~4M tokens)")] = None,
+    seq_len: Annotated[Optional[int], typer.Option(help="Sequence length (default: the model's)")] = None,
+    layout: Annotated[Optional[str], typer.Option(help="Fix dimensions, e.g. tp=8,pp=16,recompute=selective,zero=1")] = None,
+    precision: Annotated[str, typer.Option(help="bf16, fp16 or fp8")] = "bf16",
+    top: Annotated[int, typer.Option(help="How many layouts to show")] = 5,
+    tp_across_domains: Annotated[bool, typer.Option(help="Allow tensor parallelism across NVLink domains")] = False,
+    json_out: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
+) -> None:
+    """Predict step time, memory, MFU, time and GPU-hours to train, and find the best parallel layout."""
+    from gpucluster.cli.plan_render import render_json, render_plan
+    from gpucluster.errors import UserError
+    from gpucluster.plan.fabric_from import from_cluster, from_flags
+    from gpucluster.plan.train_plan import plan_training
+    from gpucluster.specs.workload import load_model_spec
+    from gpucluster.units import parse_count
+
+    spec = load_model_spec(model)
+    if cluster is not None:
+        target = from_cluster(cluster, pool, nodes)
+    elif gpu is not None:
+        target = from_flags(gpu, nodes or 1, nic, nics_per_node)
+    else:
+        raise UserError("give --cluster FILE, or --gpu TYPE:COUNT with --nodes N (e.g. --gpu H100:8 --nodes 16)")
+    if precision not in ("bf16", "fp16", "fp8"):
+        raise UserError(f"must be bf16, fp16 or fp8, got {precision!r}", field="--precision")
+    if precision not in target.fabric.gpu.peak_tflops:
+        raise UserError(f"{target.fabric.gpu_name} has no {precision} tensor cores", field="--precision")
+    s = seq_len or spec.seq_len
+    if s < 1:
+        raise UserError(f"must be >= 1, got {s}", field="--seq-len")
+    if top < 1:
+        raise UserError(f"must be >= 1, got {top}", field="--top")
+    from gpucluster.model.transformer_params import params
+    n_params = params(spec).total
+    try:
+        budget = parse_count(tokens) if tokens else int(CHINCHILLA_TOKENS_PER_PARAM * params(spec).active)
+    except ValueError as exc:
+        raise UserError(str(exc), field="--tokens") from None
+    gbs = global_batch or max(1, round(DEFAULT_BATCH_TOKENS / s))
+    if gbs < 1:
+        raise UserError(f"must be >= 1, got {gbs}", field="--global-batch")
+    fixed = parse_layout(layout) if layout else {}
+    result = plan_training(spec, target, gbs, budget, s, fixed=fixed, top=top, precision=precision,
+                           tp_across_domains=tp_across_domains)
+    meta: dict[str, Any] = {"tokens_source": "given" if tokens else
+                            f"Chinchilla: {CHINCHILLA_TOKENS_PER_PARAM} tokens per active parameter",
+                            "global_batch_source": "given" if global_batch else
+                            f"~{DEFAULT_BATCH_TOKENS / 2**20:.0f}M tokens per step (Llama 2/3)",
+                            "params": n_params}
+    if json_out:
+        render_json(result, meta)
+    else:
+        render_plan(result, meta, top)
+
+
+def parse_layout(text: str) -> dict[str, Any]:
+    from gpucluster.errors import UserError
+
+    fixed: dict[str, Any] = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        if "=" not in part:
+            raise UserError(f"expected key=value, got {part!r} (keys: {', '.join(sorted(LAYOUT_KEYS))})", field="--layout")
+        key, value = (x.strip() for x in part.split("=", 1))
+        if key not in LAYOUT_KEYS:
+            raise UserError(f"unknown key {key!r} (valid: {', '.join(sorted(LAYOUT_KEYS))})", field="--layout")
+        kind = LAYOUT_KEYS[key]
+        try:
+            if kind is bool:
+                if value.lower() not in ("true", "false", "1", "0", "yes", "no", "on", "off"):
+                    raise ValueError
+                parsed: Any = value.lower() in ("true", "1", "yes", "on")
+            elif kind is int:
+                parsed = int(value)
+                if parsed < (0 if key == "zero" else 1):
+                    raise ValueError
+            else:
+                parsed = value
+        except ValueError:
+            raise UserError(f"{key}={value!r} is not a valid {'positive integer' if kind is int else kind.__name__}",
+                            field="--layout") from None
+        fixed[ALIASES.get(key, key)] = parsed
+    if "recompute" in fixed and fixed["recompute"] not in ("none", "selective", "full"):
+        raise UserError(f"recompute must be none, selective or full, got {fixed['recompute']!r}", field="--layout")
+    if "zero" in fixed and fixed["zero"] not in (0, 1, 2, 3):
+        raise UserError(f"zero must be 0, 1, 2 or 3, got {fixed['zero']}", field="--layout")
+    return fixed

@@ -1,0 +1,113 @@
+"""Terminal and JSON rendering of a training plan."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpucluster.cli.render import console, num, print_json
+from gpucluster.model.training.step import TERMS
+from gpucluster.plan.advise import LABEL
+from gpucluster.plan.train_plan import TrainingPlan
+from gpucluster.units import format_duration
+
+BAR = 40
+
+
+def _si(x: float, unit: str = "") -> str:
+    for scale, prefix in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "K")):
+        if abs(x) >= scale:
+            return f"{x / scale:.3g}{prefix}{unit}"
+    return f"{x:.3g}{unit}"
+
+
+def render_plan(plan: TrainingPlan, meta: dict[str, Any], top: int) -> None:
+    from rich.table import Table
+
+    best, spec, tgt = plan.best, plan.spec, plan.target
+    console.print(f"[bold]Training plan[/bold]: {spec.name or 'model'} ({_si(meta['params'])} parameters) on "
+                  f"{tgt.description}")
+    console.print(f"  fabric: {tgt.fabric.describe()}")
+    console.print(f"  {_si(plan.tokens)} tokens ({meta['tokens_source']}), global batch {plan.global_batch} x "
+                  f"{plan.seq_len} tokens ({meta['global_batch_source']})")
+    console.print(f"\n[bold]Recommended layout[/bold]: {best.layout.short()}")
+    console.print(f"  step {best.step_s:.3f} s | {num(best.tokens_per_s, 0)} tokens/s "
+                  f"({num(best.tokens_per_s_per_gpu, 0)} per GPU) | model {best.model_tflops_per_gpu:.0f} TFLOP/s "
+                  f"per GPU | MFU {100 * best.mfu:.1f}% | HFU {100 * best.hfu:.1f}% "
+                  f"(of {best.peak_tflops:g} TFLOP/s {best.layout.precision} peak)")
+
+    t = Table(title="Step time breakdown", title_justify="left")
+    for col in ("term", "seconds", "share", ""):
+        t.add_column(col, justify="right" if col in ("seconds", "share") else "left")
+    for term in TERMS:
+        v = best.terms[term]
+        if v <= 0:
+            continue
+        share = v / best.step_s
+        t.add_row(LABEL[term], f"{v:.3f}", f"{100 * share:.1f}%", "█" * max(1, round(BAR * share)))
+    t.add_row("[bold]step[/bold]", f"[bold]{best.step_s:.3f}[/bold]", "100%", "")
+    console.print(t)
+
+    m = Table(title="Memory per GPU", title_justify="left")
+    m.add_column("item")
+    m.add_column("GiB", justify="right")
+    for name, value in best.memory.rows():
+        m.add_row(name, f"{value / 2**30:.1f}")
+    console.print(m)
+
+    console.print(f"[bold]Time to train[/bold] {_si(plan.tokens)} tokens: {format_duration(plan.time_to_train_s)} "
+                  f"({num(plan.steps, 0)} steps) = {num(plan.gpu_hours, 0)} GPU-hours")
+    rent = plan.rental()
+    if rent:
+        console.print(f"  at ${rent[0]:.2f} per GPU-hour: ${num(rent[0] * plan.gpu_hours, 0)}  [dim]({rent[1]})[/dim]")
+    console.print(f"  total compute {plan.total_model_flops:.3g} FLOPs (Megatron's count; 6 x N x D gives "
+                  f"{plan.six_nd:.3g}); on one {tgt.fabric.gpu_name} at this per-GPU rate: "
+                  f"{format_duration(plan.one_gpu_s)}")
+
+    if len(plan.search.ranked) > 1:
+        a = Table(title=f"Top {min(top, len(plan.search.ranked))} layouts", title_justify="left")
+        for col in ("#", "layout", "step s", "MFU", "GiB", "largest overhead"):
+            a.add_column(col, justify="right" if col in ("#", "step s", "MFU", "GiB") else "left")
+        for i, e in enumerate(plan.search.ranked, 1):
+            over = max((k for k in e.terms if k != "compute"), key=lambda k: e.terms[k])
+            a.add_row(str(i), e.layout.short(), f"{e.step_s:.3f}", f"{100 * e.mfu:.1f}%",
+                      f"{e.memory.total / 2**30:.0f}", f"{LABEL[over]} {e.terms[over]:.2f} s")
+        console.print(a)
+        console.print(f"  why #1 wins: {_why(plan)}")
+    console.print(f"[bold]Bottleneck[/bold]: {plan.advice.text}")
+    s = plan.search
+    console.print(f"[dim]searched {s.considered} layouts, {s.estimated} fit in memory"
+                  + (f"; rejected: {', '.join(f'{n} x {r}' for r, n in s.rejected.most_common(3))}" if s.rejected else "")
+                  + "[/dim]")
+
+
+def _why(plan: TrainingPlan) -> str:
+    a, b = plan.search.ranked[0], plan.search.ranked[1]
+    diffs = sorted(((b.terms[k] - a.terms[k], k) for k in TERMS), reverse=True)
+    gain, term = diffs[0]
+    if b.step_s - a.step_s < 1e-9:
+        return f"#2 ({b.layout.short()}) is as fast; #1 is the simpler layout"
+    return (f"{100 * (b.step_s / a.step_s - 1):.1f}% faster than #2 ({b.layout.short()}), "
+            f"mostly {gain:.3f} s less {LABEL[term]}")
+
+
+def render_json(plan: TrainingPlan, meta: dict[str, Any]) -> None:
+    def est(e) -> dict:
+        return {"layout": e.layout.to_dict(), "step_s": e.step_s, "terms_s": e.terms,
+                "tokens_per_s": e.tokens_per_s, "tokens_per_s_per_gpu": e.tokens_per_s_per_gpu,
+                "model_tflops_per_gpu": e.model_tflops_per_gpu, "mfu": e.mfu, "hfu": e.hfu,
+                "memory_bytes": dict(e.memory.rows()), "fits": e.memory.fits, "dominant": e.dominant}
+    rent = plan.rental()
+    print_json({
+        "schema": "gpucluster-plan-train/v1", "model": plan.spec.name, "params": meta["params"],
+        "target": {"description": plan.target.description, "gpus": plan.target.gpus, "nodes": plan.target.nodes,
+                   "fabric": plan.target.fabric.describe()},
+        "tokens": plan.tokens, "tokens_source": meta["tokens_source"], "global_batch": plan.global_batch,
+        "seq_len": plan.seq_len, "best": est(plan.best), "ranked": [est(e) for e in plan.search.ranked],
+        "steps": plan.steps, "time_to_train_s": plan.time_to_train_s, "gpu_hours": plan.gpu_hours,
+        "cost_usd": None if rent is None else rent[0] * plan.gpu_hours,
+        "price": None if rent is None else {"usd_per_gpu_hour": rent[0], "source": rent[1]},
+        "total_model_flops": plan.total_model_flops, "six_nd_flops": plan.six_nd,
+        "advice": {"term": plan.advice.term, "share": plan.advice.share, "text": plan.advice.text},
+        "search": {"considered": plan.search.considered, "fit": plan.search.estimated,
+                   "rejected": dict(plan.search.rejected)},
+    })

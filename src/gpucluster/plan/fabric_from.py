@@ -1,0 +1,60 @@
+"""Build the fabric a training or serving plan runs on: from a cluster spec or from flags."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpucluster.catalog import catalog, parse_accelerator
+from gpucluster.errors import UserError
+from gpucluster.model.placement import nic_gbps_per_gpu
+from gpucluster.model.training.fabric import TrainingFabric
+
+
+@dataclass(frozen=True)
+class PlanTarget:
+    fabric: TrainingFabric
+    gpus: int
+    nodes: int
+    description: str
+
+
+def from_cluster(path: str, pool_name: str | None = None, nodes: int | None = None) -> PlanTarget:
+    from gpucluster.model.topology import scale_out_view
+    from gpucluster.specs.cluster import load_cluster
+
+    spec = load_cluster(path)
+    pool = spec.pool(pool_name) if pool_name else spec.node_pools[0]
+    view = scale_out_view(spec, pool.name)
+    n = nodes if nodes is not None else pool.count
+    if not 1 <= n <= pool.count:
+        raise UserError(f"pool {pool.name!r} has {pool.count} nodes, asked for {n}", field="--nodes")
+    fab = TrainingFabric(pool.gpu, pool.gpus_per_node, view.domain_size, view.scale_out_link,
+                         view.nic_gbps_per_gpu_per_direction, view.oversubscription, view.nodes_per_leaf,
+                         f"{pool.nics_per_node} x {pool.nic}")
+    return PlanTarget(fab, n * pool.gpus_per_node, n, f"{spec.name} (pool {pool.name}: {n} x {pool.gpus_per_node} {pool.gpu})")
+
+
+def from_flags(accelerator: str, nodes: int, nic: str, nics_per_node: int | None) -> PlanTarget:
+    gpu, per_node = parse_accelerator(accelerator, field="--gpu")
+    if nodes < 1:
+        raise UserError(f"must be >= 1, got {nodes}", field="--nodes")
+    entry = catalog.nics.get(nic, field="--nic")
+    nics = nics_per_node if nics_per_node is not None else per_node
+    if nics < 1:
+        raise UserError(f"must be >= 1, got {nics}", field="--nics-per-node")
+    # A rack-scale NVLink domain (GB200 NVL72) spans nodes; an HGX board's stays inside one.
+    domain = min(gpu.domain_size, nodes * per_node) if gpu.domain_size > 8 else min(gpu.domain_size, per_node)
+    fab = TrainingFabric(gpu.name, per_node, domain, entry.link,
+                         nic_gbps_per_gpu(entry.line_rate_gbit.value, nics, per_node), 1.0, None,
+                         f"{nics} x {entry.name}")
+    return PlanTarget(fab, nodes * per_node, nodes, f"{nodes} x {per_node} {gpu.name}, {nics} x {entry.name} per node")
+
+
+def with_network(target: PlanTarget, nic: str, nics_per_node: int) -> PlanTarget:
+    """The same GPUs on another scale-out network (for what-if advice)."""
+    entry = catalog.nics.get(nic)
+    f = target.fabric
+    fab = TrainingFabric(f.gpu_name, f.gpus_per_node, f.domain, entry.link,
+                         nic_gbps_per_gpu(entry.line_rate_gbit.value, nics_per_node, f.gpus_per_node),
+                         1.0, f.nodes_per_leaf, f"{nics_per_node} x {entry.name}")
+    return PlanTarget(fab, target.gpus, target.nodes, target.description)

@@ -1,0 +1,141 @@
+"""A training plan: the best layouts for a model on a cluster, and what the run costs in time and GPU-hours."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from gpucluster.errors import UserError
+from gpucluster.model.training.layout import Layout, problems
+from gpucluster.model.training.step import Estimate, estimate
+from gpucluster.model.transformer_flops import model_flops_per_iteration
+from gpucluster.model.transformer_params import params
+from gpucluster.plan.advise import Advice, advise
+from gpucluster.plan.fabric_from import PlanTarget
+from gpucluster.plan.train_search import SEARCHED, SearchResult, search
+from gpucluster.specs.workload import TransformerSpec
+
+FULL_LAYOUT = {"tp", "pp", "dp", "cp", "ep", "interleave", "micro_batch", "recompute", "zero"}
+
+
+@dataclass
+class TrainingPlan:
+    spec: TransformerSpec
+    target: PlanTarget
+    seq_len: int
+    global_batch: int
+    tokens: int
+    search: SearchResult
+    advice: Advice
+
+    @property
+    def best(self) -> Estimate:
+        assert self.search.best is not None
+        return self.search.best
+
+    @property
+    def steps(self) -> float:
+        return self.tokens / (self.global_batch * self.seq_len)
+
+    @property
+    def time_to_train_s(self) -> float:
+        return self.steps * self.best.step_s
+
+    @property
+    def gpu_hours(self) -> float:
+        return self.time_to_train_s * self.target.gpus / 3600
+
+    @property
+    def total_model_flops(self) -> float:
+        """Megatron's count for the whole token budget."""
+        return model_flops_per_iteration(self.spec, 1, self.seq_len) / self.seq_len * self.tokens
+
+    @property
+    def six_nd(self) -> float:
+        """The 6 x parameters x tokens rule of thumb (Kaplan et al. 2020), active parameters for MoE."""
+        return 6 * params(self.spec).active * self.tokens
+
+    @property
+    def one_gpu_s(self) -> float:
+        """The same run on one GPU at this plan's per-GPU throughput (if one GPU could hold it)."""
+        return self.tokens / self.best.tokens_per_s_per_gpu
+
+    def rental(self) -> tuple[float, str] | None:
+        gpu = self.target.fabric.gpu
+        price = gpu.prices.rental_usd_per_gpu_hour
+        if price is None:
+            return None
+        src = gpu.sources[price.source]
+        return price.value, f"{src.title} ({src.date})"
+
+
+def plan_training(spec: TransformerSpec, target: PlanTarget, global_batch: int, tokens: int, seq_len: int, *,
+                  fixed: dict[str, Any] | None = None, top: int = 5, precision: str = "bf16",
+                  tp_across_domains: bool = False) -> TrainingPlan:
+    fixed = dict(fixed or {})
+    fixed.setdefault("precision", precision)
+    if FULL_LAYOUT <= fixed.keys():
+        res = _explicit(spec, target, global_batch, seq_len, fixed)
+    else:
+        res = search(spec, target.fabric, target.gpus, global_batch, fixed=fixed, seq_len=seq_len, top=top,
+                     tp_across_domains=tp_across_domains, precision=precision)
+        if res.best is None:
+            raise _nothing_fits(spec, target, global_batch, seq_len, fixed, res)
+    best = res.ranked[0]
+    return TrainingPlan(spec, target, seq_len, global_batch, tokens, res, advise(spec, best, target, seq_len))
+
+
+def _explicit(spec: TransformerSpec, target: PlanTarget, gbs: int, seq_len: int, fixed: dict[str, Any]) -> SearchResult:
+    lay = Layout(global_batch=gbs, **{k: v for k, v in fixed.items() if k in Layout.__dataclass_fields__})
+    if "sequence_parallel" not in fixed:
+        lay = lay.with_(sequence_parallel=lay.tp > 1)
+    why = problems(spec, lay, target.gpus, seq_len)
+    if why:
+        raise UserError(why[0], field="--layout")
+    est = estimate(spec, lay, target.fabric, seq_len=seq_len)
+    if not est.memory.fits:
+        hint = _smallest_fix(spec, target, gbs, seq_len, fixed)
+        mem = ", ".join(f"{k} {v / 2**30:.1f}" for k, v in est.memory.rows())
+        raise UserError(f"{lay.short()} needs {est.memory.total / 2**30:.1f} GiB per GPU but "
+                        f"{target.fabric.gpu_name} has {est.memory.capacity / 2**30:.1f} (GiB: {mem}); {hint}",
+                        field="--layout")
+    return SearchResult([est], considered=1, estimated=1)
+
+
+def _smallest_fix(spec: TransformerSpec, target: PlanTarget, gbs: int, seq_len: int, fixed: dict[str, Any]) -> str:
+    """Free one fixed dimension at a time, cheapest first, and report the first that fits."""
+    for key in ("recompute", "zero", "micro_batch", "offload_optimizer", "interleave", "pp", "tp", "cp"):
+        if key not in fixed:
+            continue
+        rest = {k: v for k, v in fixed.items() if k != key and k not in ("dp",)}
+        res = search(spec, target.fabric, target.gpus, gbs, fixed=rest, seq_len=seq_len, top=1)
+        if res.best is not None:
+            return f"smallest change that fits: {key}={getattr(res.best.layout, key)} (instead of {fixed[key]})"
+    return "no single change makes it fit: drop --layout to search"
+
+
+def _nothing_fits(spec: TransformerSpec, target: PlanTarget, gbs: int, seq_len: int, fixed: dict[str, Any],
+                  res: SearchResult) -> UserError:
+    gpu = target.fabric.gpu
+    if res.smallest_misfit is None:
+        reason = res.rejected.most_common(1)[0][0] if res.rejected else "no layout matches the fixed fields"
+        return UserError(f"no valid layout for {target.gpus} GPUs with {fixed or 'no fixed fields'}: {reason}",
+                         field="--layout" if fixed else None)
+    need = res.smallest_misfit.memory.total
+    more = 2
+    while more <= 64:
+        bigger = PlanTarget(target.fabric, target.gpus * more, target.nodes * more, target.description)
+        r = search(spec, bigger.fabric, bigger.gpus, gbs * more, fixed={
+            k: v for k, v in fixed.items() if k not in ("dp",)}, seq_len=seq_len, top=1)
+        if r.best is not None:
+            break
+        more *= 2
+    tail = (f"{target.gpus * more} x {gpu.name} would fit ({r.best.layout.short()})" if more <= 64
+            else "even 64x more GPUs do not fit: a smaller model or sequence")
+    return UserError(f"{spec.name or 'the model'} fits on no layout of {target.gpus} x {gpu.name} "
+                     f"({gpu.hbm_bytes / 2**30:.0f} GiB each): the leanest layout tried "
+                     f"({res.smallest_misfit.layout.short()}) needs {need / 2**30:.0f} GiB per GPU, "
+                     f"with ZeRO-3, full recompute and optimizer offload considered; {tail}")
+
+
+__all__ = ["TrainingPlan", "plan_training", "SEARCHED"]
