@@ -1,33 +1,9 @@
 """The real `gpucluster` console script, as a user runs it."""
 
 import json
-import os
-import subprocess
-import sys
 import time
-from pathlib import Path
 
-import pytest
-
-ROOT = Path(__file__).resolve().parents[2]
-EXE = Path(sys.executable).parent / "gpucluster"
-
-
-def run(*args, check_rc=None):
-    env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200"}
-    proc = subprocess.run([str(EXE), *args], capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
-    if check_rc is not None:
-        assert proc.returncode == check_rc, proc.stdout + proc.stderr
-    return proc
-
-
-def assert_one_line_error(proc, *needles):
-    assert proc.returncode == 2, proc.stdout + proc.stderr
-    err = proc.stderr.strip()
-    assert "Traceback" not in proc.stderr
-    assert len(err.splitlines()) == 1, err
-    for n in needles:
-        assert n in err, err
+from tests_cli_helpers import EXE, assert_one_line_error, run
 
 
 def test_console_script_is_installed():
@@ -99,14 +75,14 @@ def test_comm_bad_input():
 
 def test_validate_json_is_one_object(shared_dir):
     proc = run("validate", str(shared_dir / "validation" / "collective-public.yaml"),
-               str(shared_dir / "validation" / "training-public.yaml"), "--json", check_rc=0)
+               str(shared_dir / "validation" / "inference-public.yaml"), "--json", check_rc=0)
     data = json.loads(proc.stdout)
     assert set(data) == {"cases", "summary"}
     coll = [c for c in data["cases"] if c["kind"] == "collective"]
     assert all(set(c) >= {"id", "kind", "metric", "measured", "predicted", "error"} for c in coll)
     assert data["summary"]["collective"]["median_abs_error"] <= 0.10
-    train = [c for c in data["cases"] if c["kind"] == "training"]
-    assert train and all(c["predicted"] is None and c["reason"] for c in train)
+    serve = [c for c in data["cases"] if c["kind"] == "inference"]
+    assert serve and all(c["predicted"] is None and c["reason"] for c in serve)
 
 
 def test_validate_bad_file(tmp_path):
