@@ -19,21 +19,30 @@ install: $(STAMP)
 SHARED ?= ../shared
 
 demo: $(STAMP)
-	$(BIN)/gpucluster catalog --kind gpu
-	$(BIN)/gpucluster topology --cluster examples/h200-256-ndr400.yaml
-	$(BIN)/gpucluster comm --cluster examples/h200-256-ndr400.yaml --op all_reduce --gpus 64
-	@echo "# the same 256 H200 behind one 100 GbE port per node (the seed's case study):"
-	$(BIN)/gpucluster comm --cluster examples/h200-256-100gbe.yaml --op all_reduce --gpus 64 -b 1M -f 8
-	@if [ -d $(SHARED)/validation ]; then $(BIN)/gpucluster validate $(SHARED)/validation/collective-public.yaml; fi
+	@echo "### Plan: a 70B model on the 256 x H200 example cluster (8 x 400G InfiniBand per node)"
+	$(BIN)/gpucluster plan train --cluster examples/h200-256-ndr400.yaml --model llama3-70b --tokens 2T
+	@echo
+	@echo "### The seed's case study: the same 256 H200 behind one 100 GbE port per node"
+	$(BIN)/gpucluster plan train --cluster examples/h200-256-100gbe.yaml --model llama3-70b --tokens 2T --top 3
+	@echo
+	@echo "### What nccl-tests should print on the healthy cluster (all 256 GPUs)"
+	$(BIN)/gpucluster comm --cluster examples/h200-256-ndr400.yaml --op all_reduce --gpus 256 -b 1M -f 4
+	@if [ -d $(SHARED)/validation ]; then \
+		echo; echo "### The model against published measurements"; \
+		$(BIN)/gpucluster validate $(SHARED)/validation/collective-public.yaml $(SHARED)/validation/training-public.yaml; \
+	fi
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
 
 bench: $(STAMP)
 	$(BIN)/pip install -q -e '.[test,bench]'
-	$(BIN)/python benchmarks/collective_accuracy.py
-	$(BIN)/python benchmarks/collective_fit.py
-	$(BIN)/python benchmarks/cli_startup.py
+	-$(BIN)/python benchmarks/collective_accuracy.py
+	-$(BIN)/python benchmarks/collective_fit.py
+	-$(BIN)/python benchmarks/training_accuracy.py
+	-$(BIN)/python benchmarks/training_fit.py
+	-$(BIN)/python benchmarks/training_speed.py
+	-$(BIN)/python benchmarks/cli_startup.py
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info

@@ -22,7 +22,7 @@ def test_plan_on_the_example_cluster_json():
 def test_100gbe_case_study_names_the_network():
     out = run("plan", "train", "--cluster", "examples/h200-256-100gbe.yaml", "--model", "llama3-70b",
               "--tokens", "1T", check_rc=0).stdout
-    assert "network is the bottleneck" in out and "NDR400" in out
+    assert "Bottleneck: the network" in out and "NDR400" in out and "x faster" in out
 
 
 def test_human_output_has_the_pieces():

@@ -70,8 +70,8 @@ def _network_advice(spec: TransformerSpec, est: Estimate, target: PlanTarget, se
     step = est.step_s
     share = comm / step
     return Advice("network", share,
-                  f"the network is the bottleneck: exposed communication is {100 * share:.0f}% of this step and "
-                  f"it pushes the layout to {est.layout.short()}; with {better.fabric.nic_name} per node "
-                  f"({ref:g} GB/s per GPU instead of {fab.nic_gbps_per_gpu:g}) the best layout "
-                  f"({res.best.layout.short()}) takes {res.best.step_s:.2f} s instead of {step:.2f} s "
-                  f"({step / res.best.step_s:.2f}x faster)")
+                  f"the network: on {fab.nic_name} per node ({fab.nic_gbps_per_gpu:g} GB/s per GPU) the best layout "
+                  f"has to keep traffic off it ({est.layout.short()}, {step:.2f} s per step, {100 * share:.0f}% "
+                  f"exposed communication); with {better.fabric.nic_name} per node ({ref:g} GB/s per GPU) the "
+                  f"best layout ({res.best.layout.short()}) takes {res.best.step_s:.2f} s: "
+                  f"{step / res.best.step_s:.2f}x faster")
