@@ -20,7 +20,8 @@ from pathlib import Path
 
 from gpucluster.model.training import compute
 from gpucluster.validate.runner import load_file
-from gpucluster.validate.training_predictor import Training, fabric_for, predict_training
+from gpucluster.validate.predictors import fabric_for
+from gpucluster.validate.training_predictor import Training, predict_training
 from gpucluster.specs.validation_case import Hardware
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -45,13 +45,11 @@ def group_on_cluster(path: str, pool_name: str | None, gpus: int | None) -> Plac
     pool = spec.pool(pool_name) if pool_name else spec.node_pools[0]
     view = scale_out_view(spec, pool.name)
     n = _check_group_size(gpus, pool.total_gpus, pool.gpus_per_node, f"pool {pool.name!r}")
-    nodes = max(1, n // pool.gpus_per_node)
-    # Oversubscription only slows traffic that has to leave a leaf switch.
-    oversub = view.oversubscription if nodes > view.nodes_per_leaf else 1.0
     try:
         group = place_group(pool.gpu_entry, n, pool.gpus_per_node, domain_size=view.domain_size,
                             scale_out_link=view.scale_out_link,
-                            scale_out_gbps_per_gpu=view.nic_gbps_per_gpu_per_direction, oversubscription=oversub)
+                            scale_out_gbps_per_gpu=view.nic_gbps_per_gpu_per_direction,
+                            oversubscription=view.oversubscription, nodes_per_leaf=view.nodes_per_leaf)
     except ValueError as exc:
         raise UserError(str(exc), field="--gpus") from None
     return Placed(group, pool.gpu, pool.gpus_per_node, pool.nic, pool.nics_per_node, f"{path}, pool {pool.name}")

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpucluster.catalog import catalog
 from gpucluster.catalog.models import Gpu
-from gpucluster.model.collectives import CommGroup, Tier
+from gpucluster.model.collectives import CommGroup
+from gpucluster.model.training.fabric import TrainingFabric
 
 SCALE_OUT_LINK = {"infiniband": "InfiniBand", "roce": "RoCE", "ethernet": "Ethernet"}
 
@@ -18,21 +18,13 @@ def nic_gbps_per_gpu(line_rate_gbit: float, nics_per_node: int, gpus_per_node: i
 
 def place_group(gpu: Gpu, gpus: int, gpus_per_node: int, *, domain_size: int | None = None,
                 scale_out_link: str | None = None, scale_out_gbps_per_gpu: float | None = None,
-                oversubscription: float = 1.0) -> CommGroup:
-    """`gpus` GPUs packed densely: whole scale-up domains first, as schedulers place them.
+                oversubscription: float = 1.0, nodes_per_leaf: int | None = None) -> CommGroup:
+    """`gpus` consecutive GPUs packed densely: whole scale-up domains first, as schedulers place them.
 
-    domain_size is the NVLink domain (default gpus_per_node; 72 for GB200 NVL72).
-    """
-    domain = domain_size or gpus_per_node
-    per_domain = min(gpus, domain)
-    up = Tier(catalog.links.get(gpu.scale_up.link), gpu.scale_up.bandwidth_gbps_per_direction.value)
-    out = None
-    if scale_out_link is not None and scale_out_gbps_per_gpu is not None:
-        out = Tier(catalog.links.get(scale_out_link), scale_out_gbps_per_gpu)
-    return CommGroup(gpus=gpus, per_domain=per_domain, scale_up=up, scale_out=out,
-                     domain_size=max(domain, per_domain) if not gpu.scale_up.switched else domain,
-                     switched=gpu.scale_up.switched, in_switch_reduction=gpu.scale_up.in_switch_reduction,
-                     oversubscription=oversubscription)
+    domain_size is the NVLink domain (default gpus_per_node; 72 for GB200 NVL72)."""
+    fabric = TrainingFabric(gpu.name, gpus_per_node, domain_size or gpus_per_node, scale_out_link,
+                            scale_out_gbps_per_gpu, oversubscription, nodes_per_leaf)
+    return fabric.group(gpus, 1)
 
 
 @dataclass(frozen=True)

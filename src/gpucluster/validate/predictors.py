@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -10,7 +11,8 @@ from pydantic import BaseModel, ValidationError
 from gpucluster.catalog import catalog
 from gpucluster.errors import UserError
 from gpucluster.model.collectives import OPS, predict
-from gpucluster.model.placement import SCALE_OUT_LINK, nic_gbps_per_gpu, place_group
+from gpucluster.model.placement import SCALE_OUT_LINK, nic_gbps_per_gpu
+from gpucluster.model.training.fabric import TrainingFabric
 from gpucluster.registry import Registry
 from gpucluster.specs.loader import format_loc
 from gpucluster.specs.validation_case import Case, Collective, Hardware
@@ -34,27 +36,33 @@ def section(model: type[BaseModel], data: Any, name: str) -> Any:
         raise Unsupported(f"{name}.{format_loc(err['loc'])}: {err['msg']}") from None
 
 
+def fabric_for(hw: Hardware) -> TrainingFabric:
+    """The fabric a validation case's `hardware:` section describes."""
+    try:
+        gpu = catalog.gpus.get(hw.gpu)
+    except UserError as exc:
+        raise Unsupported(f"hardware.gpu: {exc.reason}") from None
+    link = gbps = None
+    if hw.scale_out is not None:
+        link = SCALE_OUT_LINK[hw.scale_out.type]
+        gbps = nic_gbps_per_gpu(hw.scale_out.gbps_per_nic, hw.scale_out.nics_per_node, hw.gpus_per_node)
+    return TrainingFabric(gpu.name, hw.gpus_per_node, hw.domain, link, gbps)
+
+
 @predictors.register("collective")
 def predict_collective(case: Case) -> dict[str, float]:
     hw: Hardware = section(Hardware, case.hardware, "hardware")
     coll: Collective = section(Collective, getattr(case, "collective", None), "collective")
     if coll.op not in OPS:
         raise Unsupported(f"collective.op {coll.op!r} is not modelled (modelled: {', '.join(OPS)})")
-    try:
-        gpu = catalog.gpus.get(hw.gpu)
-    except UserError as exc:
-        raise Unsupported(f"hardware.gpu: {exc.reason}") from None
+    fab = fabric_for(hw)
     per_node = coll.gpus_per_node or hw.gpus_per_node
-    link = gbps = None
-    if hw.scale_out is not None:
-        link = SCALE_OUT_LINK[hw.scale_out.type]
-        gbps = nic_gbps_per_gpu(hw.scale_out.gbps_per_nic, hw.scale_out.nics_per_node, hw.gpus_per_node)
-    domain = hw.scale_up_domain or per_node
-    if coll.gpus > domain and link is None:
+    if per_node != hw.gpus_per_node:
+        fab = replace(fab, gpus_per_node=per_node, domain=hw.scale_up_domain or per_node)
+    if coll.gpus > fab.domain and fab.scale_out_link is None:
         raise Unsupported("the group spans several nodes but hardware.scale_out is not given")
     try:
-        group = place_group(gpu, coll.gpus, per_node, domain_size=domain, scale_out_link=link,
-                            scale_out_gbps_per_gpu=gbps)
+        group = fab.group(coll.gpus, 1)
     except ValueError as exc:
         raise Unsupported(str(exc)) from None
     p = predict(coll.op, float(coll.bytes), group)

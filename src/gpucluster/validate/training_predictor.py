@@ -9,10 +9,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, PositiveInt
 
-from gpucluster.catalog import catalog
-from gpucluster.errors import UserError
-from gpucluster.model.placement import SCALE_OUT_LINK, nic_gbps_per_gpu
-from gpucluster.model.training.fabric import TrainingFabric
 from gpucluster.model.training.layout import Layout, problems
 from gpucluster.model.training.memory import memory
 from gpucluster.model.training.step import estimate
@@ -20,7 +16,7 @@ from gpucluster.plan.train_search import search
 from gpucluster.specs.validation_case import Case, Hardware
 from gpucluster.specs.workload import TransformerSpec
 from gpucluster.validate.conventions import conventions_for
-from gpucluster.validate.predictors import Unsupported, predictors, section
+from gpucluster.validate.predictors import Unsupported, fabric_for, predictors, section
 
 
 class Training(BaseModel):
@@ -39,26 +35,14 @@ class Training(BaseModel):
     precision: Literal["fp16", "bf16", "fp8"] = "bf16"
 
 
-def fabric_for(hw: Hardware) -> TrainingFabric:
-    try:
-        gpu = catalog.gpus.get(hw.gpu)
-    except UserError as exc:
-        raise Unsupported(f"hardware.gpu: {exc.reason}") from None
-    link = gbps = None
-    if hw.scale_out is not None:
-        link = SCALE_OUT_LINK[hw.scale_out.type]
-        gbps = nic_gbps_per_gpu(hw.scale_out.gbps_per_nic, hw.scale_out.nics_per_node, hw.gpus_per_node)
-    if hw.gpus > hw.domain and link is None:
-        raise Unsupported("the job spans several nodes but hardware.scale_out is not given")
-    return TrainingFabric(gpu.name, hw.gpus_per_node, hw.domain, link, gbps)
-
-
 @predictors.register("training")
 def predict_training(case: Case) -> dict[str, float]:
     hw: Hardware = section(Hardware, case.hardware, "hardware")
     spec: TransformerSpec = section(TransformerSpec, getattr(case, "model", None), "model")
     tr: Training = section(Training, getattr(case, "training", None), "training")
     fab = fabric_for(hw)
+    if hw.gpus > fab.domain and fab.scale_out_link is None:
+        raise Unsupported("the job spans several nodes but hardware.scale_out is not given")
     conv = conventions_for(case.source)
     given: dict[str, Any] = {k: v for k, v in tr.model_dump().items() if v is not None and k != "global_batch"}
     given["flash_attention"] = conv.flash_attention

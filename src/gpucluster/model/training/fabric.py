@@ -53,8 +53,9 @@ class TrainingFabric:
         out = None
         if self.scale_out_link is not None and self.nic_gbps_per_gpu:
             out = Tier(catalog.links.get(self.scale_out_link), self.nic_gbps_per_gpu)
+        # Oversubscription slows only traffic that leaves a leaf switch (any node when unknown).
         nodes_spanned = max(1, size * stride // self.gpus_per_node)
-        over = self.oversubscription if (self.nodes_per_leaf and nodes_spanned > self.nodes_per_leaf) else 1.0
+        over = self.oversubscription if nodes_spanned > (self.nodes_per_leaf or 1) else 1.0
         if size // per > 1 and out is None:
             raise ValueError(f"a group of {size} GPUs spans {size // per} NVLink domains but the cluster "
                              "has no scale-out network")
