@@ -10,7 +10,6 @@ which tells whether the shape generalises or merely memorises the rows.
 
 from __future__ import annotations
 
-import statistics
 import sys
 from pathlib import Path
 
