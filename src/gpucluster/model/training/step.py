@@ -174,15 +174,15 @@ def estimate(spec: TransformerSpec, lay: Layout, fab: TrainingFabric, *, seq_len
     # 2.5x. The same collectives run again (their transposes).
     bwd = 2 * (gemm + ew) + (2.5 if lay.flash_attention else 2.0) * attn
     extra = {"none": 0.0, "selective": attn, "full": compute_f}[lay.recompute]
-    comm_extra = (tp_f + cp_f + ep_f) if lay.recompute == "full" else 0.0
     layer_compute = compute_f + bwd + extra
-    layer_tp, layer_cp, layer_ep = 2 * tp_f, 2 * cp_f, 2 * ep_f
-    if comm_extra:
-        layer_tp, layer_cp, layer_ep = layer_tp + tp_f, layer_cp + cp_f, layer_ep + ep_f
+    passes = 3 if lay.recompute == "full" else 2  # full recompute re-runs the forward's collectives
+    layer_tp, layer_cp, layer_ep = passes * tp_f, passes * cp_f, passes * ep_f
 
-    # The last stage also runs the output layer and the loss (vocab-parallel cross entropy).
+    # The last stage also runs the output layer and the loss (vocab-parallel cross entropy);
+    # Megatron keeps the output layer in bf16/fp16 under FP8.
     lg = logit_gemm(spec, lay.micro_batch, lay.tp, lay.cp, s)
-    logits_t = 3 * gemm_curve(fab.gpu_name, lay.precision).time_s(lg.m, lg.n, lg.k)
+    out_prec = "fp16" if lay.precision == "fp16" else "bf16"
+    logits_t = 3 * gemm_curve(fab.gpu_name, out_prec).time_s(lg.m, lg.n, lg.k)
     logits_t += 3 * elementwise_time_s(fab.gpu_name, lg.m * lg.n * 4 * 2)
     stage_layers = max(counts[0], counts[-1] + logits_t / max(layer_compute, 1e-12))
     stage_layers = max(stage_layers, max(counts))
