@@ -9,6 +9,7 @@ from pathlib import Path
 from gpucluster.specs.loader import load_yaml, parse_data
 from gpucluster.specs.validation_case import ValidationFile
 from gpucluster.validate import training_predictor  # noqa: F401  (registers the `training` kind)
+from gpucluster.validate import inference_predictor  # noqa: F401  (registers the `inference` kind)
 from gpucluster.validate.predictors import Unsupported, predictors
 
 

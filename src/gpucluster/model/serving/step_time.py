@@ -1,0 +1,252 @@
+"""Prefill and decode step time of one serving replica (TP x PP GPUs), term by term (seconds).
+
+Prefill (the prompt's forward pass) is compute-bound: every linear GEMM of a layer
+(transformer.layer_gemms, m = batch x prompt tokens) runs at the chip's measured GEMM
+curve for the math precision (training.compute.gemm_curve: t = hypot(flops / rate,
+bytes / HBM) + t0, fitted per chip and precision), causal flash attention at the chip's
+measured attention TFLOP/s, element-wise kernels at achievable HBM bandwidth.
+
+A decode step (one new token for each of `batch` sequences) is bound by reading the
+weights and the KV cache from HBM (Pope et al. 2022, "Efficiently Scaling Transformer
+Inference", section 3; Kwon et al. 2023, vLLM): the same per-GEMM smooth roofline with m =
+batch, where the bytes term is this GPU's weights (weights / tp, at the weights'
+precision: int4 halves fp8's bytes) and the flops term takes over at large batch;
+attention reads each sequence's KV cache (batch x context x KV bytes per token per
+GPU) at achievable HBM bandwidth.
+
+Both add, per layer, 2 tensor-parallel all-reduces of tokens x hidden x 2 bytes (after
+attention and after the MLP, Shoeybi et al. 2019, Megatron-LM section 3) on the
+replica's real placement (training.fabric.TrainingFabric over the collective model),
+and a fixed cost per small kernel: KERNEL_S = 1.5 us for each of the ~6 non-GEMM kernels
+of a layer (norms, rotary embedding and KV-cache write, activation, residual adds) under
+CUDA graphs, i.e. ~9 us per layer, within the 5-10 us per layer seen in decode profiles
+(an estimate; GEMMs carry their own fitted t0). All device time is then divided by the
+serving efficiency of the chip and math precision (calibration.py: fitted on published
+serving runs), and a step adds STEP_OVERHEAD_S = 0.3 ms of host work (scheduling,
+sampling, input preparation: an estimate for the C++ runtimes of TensorRT-LLM and vLLM
+V1 with CUDA graphs).
+
+Pipeline parallelism splits the batch into pp micro-batches that flow through the stages:
+a decode step takes pp x stage_time(batch / pp) plus the activations' hops, a prefill
+(m + pp - 1) x stage_time(batch / m) with m = min(batch, pp) micro-batches.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from gpucluster.catalog.models import Gpu
+from gpucluster.model.serving.calibration import serving_efficiency
+from gpucluster.model.serving.kv_cache import Quant, kv_bytes_per_token, kv_heads_per_gpu
+from gpucluster.model.training.compute import GemmCurve, attention_tflops, gemm_curve, hbm_gbps
+from gpucluster.model.training.fabric import TrainingFabric
+from gpucluster.model.transformer_flops import layer_gemms
+from gpucluster.model.transformer_params import stage_layer_counts
+from gpucluster.specs.workload import TransformerSpec
+
+ACT_BYTES = 2            # activations on the wire and between kernels: bf16/fp16
+KERNEL_S = 1.5e-6        # one small kernel under CUDA graphs (estimate, see module docstring)
+EW_KERNELS = 6           # non-GEMM kernels per layer
+STEP_OVERHEAD_S = 3e-4   # host work per engine step (estimate)
+TERMS = ("gemm", "attention", "elementwise", "tp_comm", "pp_comm", "overhead")
+
+
+@dataclass(frozen=True)
+class Replica:
+    """One model replica: a model on tp x pp GPUs of a fabric, at given precisions."""
+    spec: TransformerSpec
+    fabric: TrainingFabric
+    tp: int = 1
+    pp: int = 1
+    quant: Quant = field(default_factory=Quant)
+    calibrated: bool = True
+
+    @property
+    def gpus(self) -> int:
+        return self.tp * self.pp
+
+    @property
+    def gpu(self) -> Gpu:
+        return self.fabric.gpu
+
+
+@dataclass
+class StepTime:
+    terms: dict[str, float]                 # seconds, summing to total
+    flops_s: float = 0.0                    # GEMM time if only the flops term counted
+    bytes_s: float = 0.0                    # GEMM + attention time if only HBM traffic counted
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def total(self) -> float:
+        return sum(self.terms.values())
+
+    @property
+    def bound(self) -> str:
+        """What limits this step: compute, HBM bandwidth, interconnect or fixed overhead."""
+        comm = self.terms["tp_comm"] + self.terms["pp_comm"]
+        work = {"compute": self.flops_s, "HBM bandwidth": self.bytes_s, "interconnect": comm,
+                "kernel and host overhead": self.terms["overhead"]}
+        return max(work, key=lambda k: work[k])
+
+
+def _gemm_s(curve: GemmCurve, m: float, n: float, k: float, w_bytes: float, a_bytes: float,
+            count: float = 1.0, grouped: bool = False) -> tuple[float, float, float]:
+    """(time, flops-only time, bytes-only time) of `count` GEMMs (m x k) @ (k x n) whose
+    weights are k x n at `w_bytes` per element: the smooth roofline of compute.GemmCurve.
+    `grouped`: one grouped-GEMM kernel for all of them (MoE experts), one fixed cost t0."""
+    t_f = 2.0 * m * n * k / (curve.peak_tflops * 1e12 * curve.eff_max)
+    t_b = (k * n * w_bytes + m * k * a_bytes + m * n * ACT_BYTES) / (curve.hbm_gbps * 1e9)
+    t0 = curve.t0_s if grouped else count * curve.t0_s
+    return count * math.hypot(t_f, t_b) + t0, count * t_f, count * t_b
+
+
+def _experts_touched(experts: int, top_k: int, tokens: float) -> float:
+    """Expected distinct experts that `tokens` tokens route to (uniform routing)."""
+    return experts * (1.0 - (1.0 - top_k / experts) ** tokens)
+
+
+def _layer_mix(spec: TransformerSpec, layers: int) -> list[tuple[bool, float]]:
+    """(is MoE layer, how many) for a stage of `layers` layers, in the model's proportion."""
+    if not spec.is_moe:
+        return [(False, float(layers))]
+    moe = layers * spec.moe_layers / spec.layers
+    return [(False, layers - moe), (True, moe)]
+
+
+def _elementwise_bytes(spec: TransformerSpec, tokens: float, tp: int, moe: bool) -> float:
+    """Bytes the non-GEMM kernels of one layer move: two norms (read + write h), two residual
+    adds (read 2h, write h), rotary embedding on the local Q and K, the activation function
+    (read 2 f/tp when gated, write f/tp)."""
+    h = spec.hidden
+    f = int(spec.moe_ffn_hidden) * (spec.experts_per_token + spec.shared_experts) if moe \
+        else int(spec.ffn_hidden)  # type: ignore[arg-type]
+    qk = (spec.heads + int(spec.kv_heads or 1)) * spec.qk_head_dim / tp
+    act = (3 if spec.gated_mlp else 2) * f / tp
+    return tokens * ACT_BYTES * (2 * 2 * h + 2 * 3 * h + 2 * qk + act)
+
+
+@lru_cache(maxsize=65536)
+def _stage(rep: Replica, batch: float, new_tokens: int, context: float, layers: int, last: bool) -> StepTime:
+    """One pipeline stage's forward over `batch` sequences, each adding `new_tokens` tokens
+    on top of `context` cached ones (prefill: context 0; decode: new_tokens 1)."""
+    spec, gpu, tp = rep.spec, rep.gpu, rep.tp
+    prec = rep.quant.compute(gpu)
+    curve = gemm_curve(gpu.name, prec)
+    half = gemm_curve(gpu.name, "bf16" if "bf16" in gpu.peak_tflops else "fp16")
+    wb, ab = rep.quant.weight_bytes, rep.quant.act_bytes(gpu)
+    attn_rate = attention_tflops(gpu.name)[0] * 1e12
+    hbm = hbm_gbps(gpu) * 1e9
+    tokens = batch * new_tokens
+    kv_layer = kv_bytes_per_token(spec, rep.quant.kv) / spec.layers  # whole model, one layer
+    kv_layer_gpu = kv_layer * (kv_heads_per_gpu(spec, tp) / (1 if spec.attention == "mla" else int(spec.kv_heads)))
+    terms = dict.fromkeys(TERMS, 0.0)
+    flops_s = bytes_s = 0.0
+    b_int = max(1, math.ceil(batch))
+    for moe, n in _layer_mix(spec, layers):
+        if n <= 0:
+            continue
+        g_t = a_t = ew_t = 0.0
+        for g in layer_gemms(spec, b_int, tp, seq_len=new_tokens, dense_layer=not moe, causal=True):
+            if g.kind == "attention":
+                continue
+            m, count, grouped = g.m * batch / b_int, g.count, False
+            if g.name.startswith("expert_"):
+                touched = _experts_touched(spec.experts, spec.experts_per_token, tokens)
+                m, count, grouped = tokens * spec.experts_per_token / touched, touched, True
+            t, tf, tb = _gemm_s(curve, m, g.n, g.k, wb, ab, count, grouped)
+            g_t, flops_s, bytes_s = g_t + t, flops_s + n * tf, bytes_s + n * tb
+            if ab < ACT_BYTES:  # the input is cast to 8 bits first: read 2 bytes, write 1
+                ew_t += m * g.k * count * (ACT_BYTES + ab) / hbm
+        # Attention: causal flash attention over the prompt (prefill), or each new token's
+        # query against the whole cache (decode): FLOPs at the measured attention rate, KV
+        # bytes read at achievable HBM bandwidth.
+        keys = context + (new_tokens + 1) / 2
+        if spec.attention == "mla":
+            width = 2 * int(spec.kv_lora_rank) + int(spec.qk_rope_head_dim)  # type: ignore[arg-type]
+        else:
+            width = spec.qk_head_dim + spec.v_dim
+        a_flops = 2 * tokens * spec.heads / tp * keys * width
+        a_bytes = batch * (context + new_tokens) * kv_layer_gpu
+        a_t = math.hypot(a_flops / attn_rate, a_bytes / hbm) + KERNEL_S
+        bytes_s += n * a_bytes / hbm
+        ew_t += _elementwise_bytes(spec, tokens, tp, moe) / hbm
+        terms["gemm"] += n * g_t
+        terms["attention"] += n * a_t
+        terms["elementwise"] += n * ew_t
+        terms["overhead"] += n * EW_KERNELS * KERNEL_S
+        terms["tp_comm"] += n * 2 * rep.fabric.time_s("all_reduce", tokens * spec.hidden * ACT_BYTES, tp, 1)
+    if last:
+        # Output layer for each sequence's last position only, in 16 bits, then the
+        # vocab-parallel logits gathered for sampling.
+        t, tf, tb = _gemm_s(half, batch, spec.vocab / tp, spec.hidden, 2.0, ACT_BYTES)
+        terms["gemm"] += t
+        flops_s, bytes_s = flops_s + tf, bytes_s + tb
+        terms["tp_comm"] += rep.fabric.time_s("all_gather", batch * spec.vocab * ACT_BYTES, tp, 1)
+    return StepTime(terms, flops_s, bytes_s)
+
+
+def _scaled(st: StepTime, k: float) -> StepTime:
+    return StepTime({n: v * k for n, v in st.terms.items()}, st.flops_s * k, st.bytes_s * k)
+
+
+def efficiency(rep: Replica) -> tuple[float, str]:
+    """The serving-efficiency factor of the replica's chip and math precision (calibration.py);
+    1 when the replica asks for the kernel-level model (`calibrated=False`)."""
+    if not rep.calibrated:
+        return 1.0, "kernel-level model, uncalibrated"
+    return serving_efficiency(rep.gpu.name, rep.quant.compute(rep.gpu))
+
+
+def _finish(rep: Replica, st: StepTime) -> StepTime:
+    """Device time divided by the serving efficiency, then the host's per-step work."""
+    eff, _ = efficiency(rep)
+    out = _scaled(st, 1.0 / eff)
+    out.terms["overhead"] += STEP_OVERHEAD_S
+    return out
+
+
+def prefill_time(rep: Replica, batch: int, input_tokens: int) -> StepTime:
+    """Forward pass over `batch` prompts of `input_tokens` tokens; it also yields each
+    sequence's first output token. With pp > 1: m = min(batch, pp) micro-batches take
+    m + pp - 1 stage slots, and each hop carries a micro-batch's activations."""
+    layers = max(stage_layer_counts(rep.spec.layers, rep.pp))
+    if rep.pp == 1:
+        st = _scaled(_stage(rep, batch, input_tokens, 0.0, layers, True), 1.0)
+    else:
+        micro = min(batch, rep.pp)
+        mb = batch / micro
+        mid = _stage(rep, mb, input_tokens, 0.0, layers, False)
+        last = _stage(rep, mb, input_tokens, 0.0, layers, True)
+        slots = micro + rep.pp - 1
+        st = StepTime({k: v * (slots - 1) + last.terms[k] for k, v in mid.terms.items()},
+                      mid.flops_s * (slots - 1) + last.flops_s, mid.bytes_s * (slots - 1) + last.bytes_s)
+        st.terms["pp_comm"] += (rep.pp - 1) * rep.fabric.send_recv_s(
+            mb * input_tokens * rep.spec.hidden * ACT_BYTES, rep.tp)
+    return _finish(rep, st)
+
+
+def decode_step_time(rep: Replica, batch: float, context: float) -> StepTime:
+    """One decode step: one new token for each of `batch` sequences holding `context` tokens
+    on average. With pp > 1 the batch is split into pp micro-batches that keep every stage
+    busy: a token step is pp stage slots (each at batch / pp) and pp activation hops."""
+    layers = max(stage_layer_counts(rep.spec.layers, rep.pp))
+    micro = rep.pp if batch >= rep.pp else 1
+    st = _scaled(_stage(rep, batch / micro, 1, context, layers, True), rep.pp)
+    if rep.pp > 1:
+        st.terms["pp_comm"] += rep.pp * rep.fabric.send_recv_s(batch / micro * rep.spec.hidden * ACT_BYTES, rep.tp)
+    return _finish(rep, st)
+
+
+def batch_latency_s(rep: Replica, batch: int, input_tokens: int, output_tokens: int) -> float:
+    """End-to-end latency of a static batch: the prefill (which emits the first output token,
+    as TensorRT-LLM's context phase and vLLM do) and output_tokens - 1 decode steps, each at
+    its own context length (evaluated at the mean context of the decode phase)."""
+    t = prefill_time(rep, batch, input_tokens).total
+    steps = max(0, output_tokens - 1)
+    if steps:
+        mean_ctx = input_tokens + 1 + (steps - 1) / 2
+        t += steps * decode_step_time(rep, batch, mean_ctx).total
+    return t
