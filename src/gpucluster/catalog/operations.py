@@ -69,6 +69,12 @@ class _Book(Strict):
         src = self.sources[getattr(self, name).source]
         return f"{src.title} ({src.kind}, {src.date})"
 
+    def ref(self, name: str) -> str:
+        """Short citation of one number: `source-id (kind, date)`."""
+        ref = getattr(self, name).source
+        src = self.sources[ref]
+        return f"{ref} ({src.kind}, {src.date})"
+
 
 class PriceBook(_Book):
     server_base_usd: Sourced = Field(description="8-GPU server without GPUs, CPUs, DRAM, NVMe and NICs")

@@ -24,6 +24,9 @@ app.command("topology")(topology_cmd.topology)
 app.command("comm")(comm_cmd.comm)
 app.command("validate")(validate_cmd.validate)
 app.add_typer(plan_cmd.plan_app, name="plan")
+app.command("cost")(__import__("gpucluster.cli.cost_cmd", fromlist=["cost"]).cost)
+app.command("reliability")(__import__("gpucluster.cli.reliability_cmd", fromlist=["x"]).reliability)
+app.command("facility")(__import__("gpucluster.cli.facility_cmd", fromlist=["x"]).facility)
 
 
 def main() -> None:
