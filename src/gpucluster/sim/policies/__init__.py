@@ -1,0 +1,13 @@
+"""Scheduling policies, one module each, in one registry (an unknown name lists the valid ones)."""
+
+from __future__ import annotations
+
+from gpucluster.registry import Registry
+
+policies: Registry = Registry("policy")
+
+
+def load_all() -> Registry:
+    """Import every policy module (each registers itself) and return the registry."""
+    from gpucluster.sim.policies import backfill, fifo, sjf  # noqa: F401
+    return policies

@@ -1,0 +1,113 @@
+"""Slurm accounting exports: `sacct -P` (pipe-separated, header line).
+
+Export with, for example:
+    sacct -a -P -X -S 2024-01-01 -o JobID,Submit,Start,End,Elapsed,State,AllocTRES,ReqTRES,Partition
+
+GPUs come from AllocTRES (else ReqTRES, AllocGRES, ReqGRES): `gres/gpu=16` or
+`gres/gpu:h200=16` or `gpu:8`. Run time is End - Start (else Elapsed). Job steps
+(`123.batch`, `123.0`) are skipped, as are jobs without GPUs or that never started.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+
+from gpucluster.errors import UserError
+from gpucluster.sim.traces import TraceJob, TraceRead, readers
+
+_TRES_GPU = re.compile(r"gres/gpu(?::([\w.-]+))?=(\d+)")
+_GRES_GPU = re.compile(r"gpu(?::([\w.-]+))?:(\d+)")
+_ELAPSED = re.compile(r"^(?:(\d+)-)?(?:(\d+):)?(\d+):(\d+(?:\.\d+)?)$")
+GPU_FIELDS = ("AllocTRES", "ReqTRES", "AllocGRES", "ReqGRES")
+UNSET = ("", "Unknown", "None", "N/A")
+
+
+def parse_time(text: str) -> float | None:
+    text = text.strip()
+    if text in UNSET:
+        return None
+    return datetime.fromisoformat(text).timestamp()
+
+
+def parse_elapsed(text: str) -> float:
+    m = _ELAPSED.match(text.strip())
+    if not m:
+        raise ValueError(text)
+    d, h, mi, s = m.groups()
+    return int(d or 0) * 86400 + int(h or 0) * 3600 + int(mi) * 60 + float(s)
+
+
+def gpus_of(row: dict[str, str]) -> tuple[int, str | None] | None:
+    """(GPUs, type or None) from the first GPU field present; None when no field has GPUs."""
+    for name in GPU_FIELDS:
+        text = row.get(name) or ""
+        pat = _TRES_GPU if "TRES" in name else _GRES_GPU
+        found = pat.findall(text)
+        if found:
+            typed = [(t, int(n)) for t, n in found if t]
+            if typed:  # gres/gpu=16 and gres/gpu:h200=16 both appear: the typed one names the type
+                return sum(n for _, n in typed), typed[0][0]
+            return int(found[0][1]), None
+    return None
+
+
+@readers.register("sacct", "slurm")
+def read_sacct(path: str, limit: int | None = None) -> TraceRead:
+    out = TraceRead(path, "sacct")
+    with open(path, encoding="utf-8", errors="replace") as f:
+        header = f.readline().rstrip("\n").split("|")
+        if "Submit" not in header or not any(g in header for g in GPU_FIELDS):
+            raise UserError("not a sacct -P export with Submit and a GPU field (AllocTRES, ReqTRES, AllocGRES or "
+                            "ReqGRES); export with sacct -P -X -o JobID,Submit,Start,End,Elapsed,State,AllocTRES",
+                            file=path, line=1)
+        rows: list[tuple[float, float, int, str | None, str]] = []
+        for lineno, line in enumerate(f, start=2):
+            line = line.rstrip("\n")
+            if not line.strip():
+                continue
+            out.rows += 1
+            parts = line.split("|")
+            if len(parts) != len(header):
+                out.bad_row(lineno, f"{len(parts)} fields, header has {len(header)}")
+                continue
+            row = dict(zip(header, parts))
+            job_id = row.get("JobID", "")
+            if "." in job_id:
+                out.skipped["job steps"] += 1
+                continue
+            try:
+                submit = parse_time(row["Submit"])
+                start = parse_time(row.get("Start", ""))
+                end = parse_time(row.get("End", ""))
+            except ValueError:
+                out.bad_row(lineno, "unreadable time")
+                continue
+            if submit is None:
+                out.bad_row(lineno, "no submit time")
+                continue
+            if start is None:
+                out.skipped["never started"] += 1
+                continue
+            if end is not None:
+                duration = end - start
+            else:
+                try:
+                    duration = parse_elapsed(row.get("Elapsed", ""))
+                except ValueError:
+                    out.bad_row(lineno, "no end time or elapsed")
+                    continue
+            if duration < 0 or start < submit:
+                out.bad_row(lineno, "times out of order")
+                continue
+            g = gpus_of(row)
+            if g is None or g[0] == 0:
+                out.skipped["without GPUs"] += 1
+                continue
+            rows.append((submit, duration, g[0], g[1], job_id))
+            if limit is not None and len(rows) >= limit:
+                break
+    t0 = min((r[0] for r in rows), default=0.0)
+    for submit, duration, gpus, gtype, job_id in rows:
+        out.jobs.append(TraceJob(submit - t0, duration, gpus, gpu_types=(gtype,) if gtype else None, name=job_id))
+    return out
