@@ -208,6 +208,18 @@ def _finish(rep: Replica, st: StepTime) -> StepTime:
     return out
 
 
+def _hop_s(rep: Replica, size_bytes: float) -> float:
+    """One pipeline hop (send/recv to the next stage, tp ranks apart) on the fabric. Where the
+    collective model has no finite answer for the placement, the NIC's GB/s per GPU (or the
+    scale-up link's) and 10 us of latency stand in."""
+    t = rep.fabric.send_recv_s(size_bytes, rep.tp)
+    if math.isfinite(t):
+        return t
+    f = rep.fabric
+    gbps = f.nic_gbps_per_gpu or f.gpu.scale_up.bandwidth_gbps_per_direction.value
+    return size_bytes / (gbps * 1e9) + 1e-5
+
+
 def prefill_time(rep: Replica, batch: int, input_tokens: int) -> StepTime:
     """Forward pass over `batch` prompts of `input_tokens` tokens; it also yields each
     sequence's first output token. With pp > 1: m = min(batch, pp) micro-batches take
@@ -223,8 +235,7 @@ def prefill_time(rep: Replica, batch: int, input_tokens: int) -> StepTime:
         slots = micro + rep.pp - 1
         st = StepTime({k: v * (slots - 1) + last.terms[k] for k, v in mid.terms.items()},
                       mid.flops_s * (slots - 1) + last.flops_s, mid.bytes_s * (slots - 1) + last.bytes_s)
-        st.terms["pp_comm"] += (rep.pp - 1) * rep.fabric.send_recv_s(
-            mb * input_tokens * rep.spec.hidden * ACT_BYTES, rep.tp)
+        st.terms["pp_comm"] += (rep.pp - 1) * _hop_s(rep, mb * input_tokens * rep.spec.hidden * ACT_BYTES)
     return _finish(rep, st)
 
 
@@ -236,7 +247,7 @@ def decode_step_time(rep: Replica, batch: float, context: float) -> StepTime:
     micro = rep.pp if batch >= rep.pp else 1
     st = _scaled(_stage(rep, batch / micro, 1, context, layers, True), rep.pp)
     if rep.pp > 1:
-        st.terms["pp_comm"] += rep.pp * rep.fabric.send_recv_s(batch / micro * rep.spec.hidden * ACT_BYTES, rep.tp)
+        st.terms["pp_comm"] += rep.pp * _hop_s(rep, batch / micro * rep.spec.hidden * ACT_BYTES)
     return _finish(rep, st)
 
 

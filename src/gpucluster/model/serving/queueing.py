@@ -1,0 +1,341 @@
+"""Continuous batching under Poisson arrivals: throughput, TTFT and TPOT (p50, p99).
+
+The engine runs iterations (Yu et al. 2022, Orca: iteration-level scheduling; Kwon et
+al. 2023, vLLM): each iteration gives one token to every running sequence (a decode step
+at batch n) and runs the prefill of the prompts admitted since the last one (their first
+output token). A mixed iteration is counted as the sum of its decode step and its
+prefill, an upper bound (a fused batch reads the weights once).
+
+Steady state at arrival rate lambda, for requests of S prompt tokens and O output tokens
+(D = O - 1 decode tokens each), solves for the mean iteration time T:
+
+    T = t_decode(n) + t_prefill(k),   k = lambda x T prompts per iteration,
+                                      n = lambda x D x T running sequences (Little's law)
+
+(bisection; no solution before the prompts per iteration exceed the token budget means
+the rate is beyond the replica's capacity). Then:
+- TPOT: a running sequence gets one token per iteration: mean T. Its per-request average
+  over D tokens fluctuates with the prompts that land in its iterations (Poisson, k per
+  iteration) and with the batch (M/G/inf occupancy: Poisson with mean n); p50 and p99
+  take the normal quantiles z = 0 and 2.33 of both, the prefill term for a short request
+  (the 5th-percentile output length), whose few tokens average over few iterations.
+- TTFT: the wait for the running iteration to end (residual: T/2 at p50; at p99 a whole
+  iteration that holds a prefill when such iterations fill over 1% of the time, since
+  arrivals see iterations length-biased), plus the iteration that holds the prompt: a
+  decode step and the prefill of this prompt (its length at p50/p99) and of the others
+  that arrived during the last iteration (Poisson with mean lambda x T: exact p50 and p99
+  counts), plus the wait for a free sequence
+  slot when the batch is full (Erlang C over max_batch slots, each held (D + 1) x T;
+  exponential tail); prefill-only traffic (one output token) instead queues for compute:
+  Kingman's wait with one prompt's service time at full batches. p99: the parts' means
+  plus their p99 excesses in quadrature.
+An iteration prefills at most PREFILL_TOKEN_BUDGET prompt tokens; more arrivals per
+iteration than that admits is beyond capacity. The engine is busy with probability
+1 - exp(-lambda (D + 1) T) (M/G/inf occupancy), which scales the p50 residual.
+The discrete-event run in batcher_sim.py checks these formulas.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from gpucluster.model.serving.step_time import Replica, decode_step_time, prefill_time
+
+Z99 = 2.326
+# Prompt tokens one iteration prefills at most: vLLM's max_num_batched_tokens and
+# TensorRT-LLM's max_num_tokens default to 8192.
+PREFILL_TOKEN_BUDGET = 8192
+Dist = Literal["fixed", "uniform", "exponential"]
+
+
+@dataclass(frozen=True)
+class Lengths:
+    """A token-length distribution: fixed, uniform on [mean/2, 3 mean/2], or exponential
+    (at least 1 token)."""
+    mean: float
+    dist: Dist = "fixed"
+
+    def quantile(self, q: float) -> float:
+        if self.dist == "uniform":
+            return self.mean * (0.5 + q)
+        if self.dist == "exponential":
+            return max(1.0, -self.mean * math.log(1 - q))
+        return self.mean
+
+    @property
+    def cv2(self) -> float:
+        return {"fixed": 0.0, "uniform": 1 / 12, "exponential": 1.0}[self.dist]
+
+    def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        if self.dist == "uniform":
+            x = rng.uniform(0.5 * self.mean, 1.5 * self.mean, n)
+        elif self.dist == "exponential":
+            x = rng.exponential(self.mean, n)
+        else:
+            x = np.full(n, self.mean)
+        return np.maximum(1, np.rint(x)).astype(int)
+
+
+@dataclass(frozen=True)
+class Traffic:
+    rate: float              # requests per second (Poisson)
+    input: Lengths
+    output: Lengths
+
+
+class StepModel:
+    """A replica's step times as cheap cached functions (batch rounded to whole sequences,
+    context to 64 tokens, prompt length to 16 tokens)."""
+
+    def __init__(self, rep: Replica) -> None:
+        self.rep = rep
+        self._d: dict[tuple[int, int], float] = {}
+        self._p: dict[tuple[int, int], float] = {}
+
+    def decode(self, n: float, ctx: float) -> float:
+        if n <= 0:
+            return 0.0
+        lo, hi = max(1, math.floor(n)), max(1, math.ceil(n))
+        c = max(64, int(round(ctx / 64)) * 64)
+        t_lo, t_hi = self._decode(lo, c), self._decode(hi, c)
+        return t_lo + (t_hi - t_lo) * (n - lo) if hi > lo else t_lo
+
+    def _decode(self, n: int, c: int) -> float:
+        key = (n, c)
+        if key not in self._d:
+            self._d[key] = decode_step_time(self.rep, n, c).total
+        return self._d[key]
+
+    def prefill(self, k: float, tokens: float) -> float:
+        """Prefill of k prompts of `tokens` tokens each; k < 1 is the chance of one."""
+        if k <= 0:
+            return 0.0
+        s = max(16, int(round(tokens / 16)) * 16)
+        lo, hi = math.floor(k), math.ceil(k)
+        t_hi = self._prefill(hi, s)
+        if lo == 0:
+            return k * t_hi
+        t_lo = self._prefill(lo, s)
+        return t_lo + (t_hi - t_lo) * (k - lo)
+
+    def _prefill(self, k: int, s: int) -> float:
+        key = (k, s)
+        if key not in self._p:
+            self._p[key] = prefill_time(self.rep, k, s).total
+        return self._p[key]
+
+
+@dataclass
+class ServingPoint:
+    rate: float                  # requests/s offered to this replica
+    stable: bool                 # the replica keeps up (n fits, the fixed point exists)
+    iteration_s: float           # mean iteration time T
+    batch: float                 # mean running sequences n
+    max_batch: int
+    prefill_share: float         # fraction of time spent in prefill
+    ttft_p50: float
+    ttft_p99: float
+    tpot_p50: float | None       # None when requests have a single output token
+    tpot_p99: float | None
+    tokens_per_s: float          # output tokens per second
+
+    @property
+    def occupancy(self) -> float:
+        return self.batch / self.max_batch if self.max_batch else 0.0
+
+
+def _poisson_q(mean: float, q: float) -> float:
+    """The q-quantile of a Poisson count (exact for small means, normal beyond 50)."""
+    if mean <= 0:
+        return 0.0
+    if mean > 50:
+        return mean + {0.5: 0.0, 0.99: Z99}[q] * math.sqrt(mean)
+    j, term = 0, math.exp(-mean)
+    cdf = term
+    while cdf < q:
+        j += 1
+        term *= mean / j
+        cdf += term
+    return float(j)
+
+
+def _erlang_c(c: int, a: float) -> float:
+    """Probability of waiting in M/M/c with offered load a (Erlang), a < c (stable recursion)."""
+    if a <= 0:
+        return 0.0
+    b = 1.0
+    for i in range(1, c + 1):
+        b = a * b / (i + a * b)
+    rho = a / c
+    return b / (1 - rho + rho * b)
+
+
+def _kmax(S: float) -> float:
+    """Prompts one iteration can prefill under the token budget (at least one)."""
+    return max(1.0, float(PREFILL_TOKEN_BUDGET // max(1, int(S))))
+
+
+def analyze(step: StepModel, traffic: Traffic, max_batch: int) -> ServingPoint:
+    """The steady state of one replica at `traffic.rate` (see the module docstring)."""
+    lam, S = traffic.rate, traffic.input.mean
+    O = max(1.0, traffic.output.mean)
+    D = O - 1
+    ctx = S + 1 + D / 2
+    kmax = _kmax(S)
+
+    def prompts(T: float) -> float:
+        # Without decode work an iteration exists only to prefill: at least one prompt.
+        k = lam * T
+        return min(max(k, 1.0) if D == 0 else k, kmax)
+
+    def f(T: float) -> float:
+        n = min(lam * D * T, float(max_batch)) if D else 0.0
+        return step.decode(n, ctx) + step.prefill(prompts(T), S)
+
+    # Solve T = f(T) by bisection: f(T) - T > 0 at the smallest iteration; look for a T where
+    # it turns negative before the budget caps the prompts per iteration (else: over capacity).
+    lo = f(1e-12)
+    cap = kmax / lam
+    hi, stable = lo, False
+    while hi <= cap * 1.0001:
+        if f(hi) <= hi:
+            stable = True
+            break
+        hi *= 1.5
+    if stable and hi > lo:
+        lo = hi / 1.5 if hi / 1.5 >= lo else lo
+        for _ in range(60):
+            mid = 0.5 * (lo + hi)
+            lo, hi = (mid, hi) if f(mid) > mid else (lo, mid)
+    T = hi
+    n = min(lam * D * T, float(max_batch)) if D else 0.0
+    k = prompts(T)
+    share = step.prefill(k, S) / T if T > 0 else 0.0
+    if not stable or share > 1:
+        inf = math.inf
+        return ServingPoint(lam, False, T, n, max_batch, min(share, 1.0), inf, inf,
+                            inf if D else None, inf if D else None, 0.0)
+    # The engine idles when no request is in the system (M/G/inf: Poisson occupancy).
+    busy = 1.0 - math.exp(-lam * (D + 1) * T)
+    td = step.decode(n, ctx)
+    # Slots: max_batch servers, each request holds one for (D + 1) iterations.
+    hold = (D + 1) * T
+    a = lam * hold
+    w50 = w99 = pc = 0.0
+    decay = 1.0
+    if a >= max_batch:
+        stable = False
+    elif max_batch < 4096:
+        pc = _erlang_c(max_batch, a)
+        decay = (max_batch - a) / hold
+        w99 = math.log(pc / 0.01) / decay if pc > 0.01 else 0.0
+        w50 = math.log(pc / 0.5) / decay if pc > 0.5 else 0.0
+    if D == 0 and lam > 0:
+        # Prefill-only traffic queues for compute: Kingman's G/G/1 wait with the service time of
+        # one prompt at full batches (1 / capacity), Poisson arrivals, exponential tail.
+        rho = lam / saturated(step, traffic, max_batch).rate
+        if rho >= 1:
+            stable = False
+        else:
+            wq = rho / (1 - rho) * (1 + traffic.input.cv2) / 2 * (1 / saturated(step, traffic, max_batch).rate)
+            pc, decay = rho, rho / wq if wq > 0 else 1.0
+            w99 = max(w99, math.log(rho / 0.01) / decay if rho > 0.01 and wq > 0 else 0.0)
+            w50 = max(w50, math.log(rho / 0.5) / decay if rho > 0.5 and wq > 0 else 0.0)
+    # Prompts that share the iteration with this one: those that arrived during the last one.
+    others = min(lam * T, kmax)
+    o50, o99 = _poisson_q(others, 0.5), min(_poisson_q(others, 0.99), kmax - 1)
+    p1_50 = step.prefill(1, traffic.input.quantile(0.5))
+    p1_99 = step.prefill(1, traffic.input.quantile(0.99))
+    per_prompt = step.prefill(max(k, 1.0), S) / max(k, 1.0)
+
+    def extra(j: float) -> float:
+        return step.prefill(1 + j, S) - step.prefill(1, S)
+
+    # The running iteration's residual: length-biased, so at p99 it is a whole iteration that
+    # holds a prefill whenever more than 1% of the time goes to such iterations.
+    with_prefill = td + p1_50 + extra(o50)
+    resid50 = busy * T / 2
+    resid99 = with_prefill if busy * min(1.0, lam * with_prefill) > 0.01 else (T if busy > 0.01 else 0.0)
+    w_mean = pc / decay if pc > 0 else 0.0
+    ttft50 = resid50 + td + p1_50 + extra(o50) + w50
+    # p99 of the sum: the means plus the components' p99 excesses added in quadrature
+    # (independent parts; adding p99s would overstate the tail).
+    means = resid50 + td + p1_50 + extra(others) + w_mean
+    excess = math.sqrt((resid99 - resid50) ** 2 + (p1_99 - p1_50) ** 2 + (extra(o99) - extra(others)) ** 2
+                       + max(0.0, w99 - w_mean) ** 2)
+    ttft99 = max(ttft50, means + excess)
+    tpot50 = tpot99 = None
+    if D > 0:
+        tpot50 = T
+        n99 = min(float(max_batch), _poisson_q(n, 0.99))
+        # Short requests see the prefills of few iterations: their average fluctuates most;
+        # the 5th-percentile output length stands for them.
+        d_short = max(1.0, traffic.output.quantile(0.05) - 1)
+        burst = Z99 * per_prompt * math.sqrt(k / d_short) if k > 0 else 0.0
+        tpot99 = T + (step.decode(n99, ctx) - td) + burst
+    if not stable:
+        ttft50 = ttft99 = math.inf
+    return ServingPoint(lam, stable, T, n, max_batch, share, ttft50, ttft99, tpot50, tpot99, lam * O if stable else 0.0)
+
+
+def saturated(step: StepModel, traffic: Traffic, batch: int) -> ServingPoint:
+    """Throughput when `batch` sequences always run (a full continuous batch): the rate whose
+    Little's-law occupancy is `batch`, without the slot queue."""
+    S = traffic.input.mean
+    O = max(1.0, traffic.output.mean)
+    D = O - 1
+    ctx = S + 1 + D / 2
+    kmax = _kmax(S)
+    if D == 0:
+        k = min(float(batch), kmax)
+        T = step.prefill(k, S)
+        lam = k / T
+        return ServingPoint(lam, True, T, 0.0, batch, 1.0, T, T, None, None, lam * O)
+    # n sequences always running: each iteration admits n / D new prompts (Little's law),
+    # at most the token budget's worth.
+    k = min(batch / D, kmax)
+    T = step.decode(batch, ctx) + step.prefill(k, S)
+    lam = k / T
+    share = step.prefill(k, S) / T
+    return ServingPoint(lam, True, T, batch, batch, share, math.nan, math.nan, T, T, lam * O)
+
+
+def max_rate(step: StepModel, traffic: Traffic, max_batch: int, slo_ttft: float | None,
+             slo_tpot: float | None) -> tuple[float, ServingPoint | None, str]:
+    """The highest request rate one replica sustains within the SLOs, the point there, and
+    what stops it going higher ("capacity", "TTFT SLO", "TPOT SLO")."""
+
+    def ok(p: ServingPoint) -> str | None:
+        if not p.stable:
+            return "capacity"
+        if slo_ttft is not None and p.ttft_p99 > slo_ttft:
+            return "TTFT SLO"
+        if slo_tpot is not None and p.tpot_p99 is not None and p.tpot_p99 > slo_tpot:
+            return "TPOT SLO"
+        return None
+
+    def at(rate: float) -> ServingPoint:
+        return analyze(step, Traffic(rate, traffic.input, traffic.output), max_batch)
+
+    sat = saturated(step, traffic, max_batch)
+    hi = sat.rate * 1.05
+    low_point = at(hi * 1e-4)
+    why = ok(low_point)
+    if why is not None:
+        return 0.0, low_point, why
+    lo, best, reason = hi * 1e-4, low_point, "capacity"
+    for _ in range(40):
+        mid = math.sqrt(lo * hi)
+        p = at(mid)
+        why = ok(p)
+        if why is None:
+            lo, best = mid, p
+        else:
+            hi, reason = mid, why
+        if hi / lo < 1.005:
+            break
+    return lo, best, reason
