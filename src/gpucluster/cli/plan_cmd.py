@@ -114,3 +114,4 @@ def parse_layout(text: str) -> dict[str, Any]:
     if "zero" in fixed and fixed["zero"] not in (0, 1, 2, 3):
         raise UserError(f"zero must be 0, 1, 2 or 3, got {fixed['zero']}", field="--layout")
     return fixed
+from gpucluster.cli import plan_serve_cmd  # noqa: E402,F401  (registers `plan serve`)

@@ -1,0 +1,119 @@
+"""Terminal and JSON output of `gpucluster plan serve`."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from gpucluster.cli.render import console, num, print_json
+
+
+def _ms(x: float | None) -> str:
+    if x is None:
+        return "-"
+    if not math.isfinite(x):
+        return "inf"
+    return f"{x * 1e3:,.1f}"
+
+
+def _shape(o) -> str:
+    return "CPU node" if o.hardware[0].isdigit() else f"TP{o.tp} x PP{o.pp}"
+
+
+def _option_json(o, rate: float, out_tokens: float) -> dict[str, Any]:
+    p = o.point
+    return {
+        "hardware": o.hardware, "tp": o.tp, "pp": o.pp, "processors_per_replica": o.gpus_per_replica,
+        "replicas": o.replicas, "gpus": o.gpus, "max_batch": o.max_batch, "kv_fits_sequences": o.memory_batch,
+        "per_replica_max_rate": o.per_replica_rate, "limit": o.limit, "binding": o.binding,
+        "operating_point": {"rate_per_replica": p.rate, "mean_batch": p.batch, "iteration_s": p.iteration_s,
+                            "prefill_share": p.prefill_share, "ttft_p50_s": p.ttft_p50, "ttft_p99_s": p.ttft_p99,
+                            "tpot_p50_s": p.tpot_p50, "tpot_p99_s": p.tpot_p99,
+                            "output_tokens_per_s": p.tokens_per_s},
+        "output_tokens_per_s": rate * out_tokens,
+        "usd_per_hour": o.usd_per_hour, "usd_per_mtok": o.usd_per_mtok(rate, out_tokens),
+        "own_usd_per_mtok": o.usd_per_mtok(rate, out_tokens, own=True), "price_source": o.price_source,
+        "weights_gib_per_gpu": o.weights_gib, "serving_efficiency": o.efficiency[0],
+        "serving_efficiency_source": o.efficiency[1],
+    }
+
+
+def to_json(result, meta: dict[str, Any], sim) -> None:
+    rate, out = meta["rate"], meta["output"]
+    data: dict[str, Any] = {"request": meta, "best": _option_json(result.best, rate, out),
+                            "alternatives": [_option_json(o, rate, out) for o in result.options],
+                            "rejected": [{"hardware": r.hardware, "tp": r.tp, "pp": r.pp, "reason": r.reason,
+                                          "detail": r.detail} for r in result.rejected]}
+    if sim is not None:
+        data["simulation"] = {"requests": sim.requests, "ttft_p50_s": sim.ttft_p50, "ttft_p99_s": sim.ttft_p99,
+                              "tpot_p50_s": sim.tpot_p50, "tpot_p99_s": sim.tpot_p99,
+                              "output_tokens_per_s": sim.tokens_per_s, "mean_batch": sim.mean_batch}
+    print_json(data)
+
+
+def render(result, meta: dict[str, Any], sim, top: int) -> None:
+    from rich.table import Table
+
+    rate, out = meta["rate"], meta["output"]
+    slo = []
+    if meta["slo_ttft_s"]:
+        slo.append(f"TTFT p99 <= {meta['slo_ttft_s'] * 1e3:g} ms")
+    if meta["slo_tpot_s"]:
+        slo.append(f"TPOT p99 <= {meta['slo_tpot_s'] * 1e3:g} ms")
+    console.print(f"[bold]Serving {meta['model']}[/bold] at {num(rate, 0)} requests/s "
+                  f"({meta['input']} prompt + {out} output tokens, {meta['lengths']} lengths, Poisson arrivals); "
+                  f"SLO: {', '.join(slo) or 'none'}; weights {meta['weights']}, KV cache {meta['kv']}; "
+                  f"on {meta['target']}")
+    b = result.best
+    p = b.point
+    console.print()
+    console.print(f"[bold]Recommended deployment[/bold]: {b.replicas:,} replica{'s' if b.replicas > 1 else ''} "
+                  f"of {b.hardware} {_shape(b)} = {b.gpus:,} {'sockets' if _shape(b) == 'CPU node' else 'GPUs'}"
+                  + (f" ({math.ceil(b.gpus / meta['gpus_per_node']):,} nodes of {meta['gpus_per_node']})"
+                     if _shape(b) != "CPU node" else ""))
+    console.print(f"  one replica: up to {num(b.per_replica_rate, 2)} requests/s within the SLOs "
+                  f"(max batch {b.max_batch}; the KV cache holds {b.memory_batch} sequences"
+                  + (f"; weights {b.weights_gib:.1f} GiB per GPU" if b.weights_gib else "") + ")")
+    console.print(f"  at {num(p.rate, 2)} requests/s each: mean batch {num(p.batch, 0)}, "
+                  f"TTFT p50/p99 {_ms(p.ttft_p50)}/{_ms(p.ttft_p99)} ms, "
+                  f"TPOT p50/p99 {_ms(p.tpot_p50)}/{_ms(p.tpot_p99)} ms, prefill {100 * p.prefill_share:.0f}% of the time")
+    console.print(f"  throughput: {num(rate * out, 0)} output tokens/s in all")
+    mtok = b.usd_per_mtok(rate, out)
+    own = b.usd_per_mtok(rate, out, own=True)
+    if mtok is not None:
+        console.print(f"  cost: ${num(b.usd_per_hour, 0)}/hour rented, ${mtok:.3f} per million output tokens"
+                      + (f" (owned, processors over 3 years: ${own:.3f})" if own is not None else ""))
+    elif own is not None:
+        console.print(f"  cost: ${own:.3f} per million output tokens owned (processors over 3 years; no rental price)")
+    if b.price_source:
+        console.print(f"  [dim]price: {b.price_source}[/dim]")
+    console.print(f"[bold]Binding constraint[/bold]: {b.binding}"
+                  + (f" [dim](the replica stops at {b.limit})[/dim]" if b.limit == "capacity" else ""))
+    console.print(f"  [dim]serving efficiency {b.efficiency[0]:g}: {b.efficiency[1]}[/dim]")
+    if sim is not None:
+        console.print(f"[bold]Discrete-event check[/bold] ({sim.requests} requests, one replica): "
+                      f"TTFT p50/p99 {_ms(sim.ttft_p50)}/{_ms(sim.ttft_p99)} ms, "
+                      f"TPOT p50/p99 {_ms(sim.tpot_p50)}/{_ms(sim.tpot_p99)} ms, mean batch {num(sim.mean_batch, 0)}")
+
+    t = Table(title=f"Top {min(top, len(result.options))} of {len(result.options)} deployments (cheapest first)",
+              title_justify="left")
+    for col in ("hardware", "shape", "replicas", "GPUs", "max batch", "req/s per replica", "out tok/s per replica",
+                "TTFT p50/p99 ms", "TPOT p50/p99 ms", "$/Mtok", "binds"):
+        t.add_column(col, justify="left" if col in ("hardware", "shape", "binds") else "right")
+    for o in result.options[:top]:
+        q = o.point
+        m = o.usd_per_mtok(rate, out)
+        cost = f"{m:.3f}" if m is not None else (f"own {o.usd_per_mtok(rate, out, own=True):.3f}"
+                                                 if o.own_usd_per_hour is not None else "-")
+        t.add_row(o.hardware, _shape(o), f"{o.replicas:,}", f"{o.gpus:,}", str(o.max_batch), num(o.per_replica_rate, 2),
+                  num(q.tokens_per_s, 0), f"{_ms(q.ttft_p50)}/{_ms(q.ttft_p99)}", f"{_ms(q.tpot_p50)}/{_ms(q.tpot_p99)}",
+                  cost, o.binding)
+    console.print()
+    console.print(t)
+    if result.rejected:
+        shown = "; ".join(f"{r.hardware} TP{r.tp}xPP{r.pp}: {r.reason} ({r.detail})" for r in result.rejected[:6])
+        more = f" and {len(result.rejected) - 6} more" if len(result.rejected) > 6 else ""
+        console.print(f"[dim]Not possible: {shown}{more}[/dim]")
+    if meta.get("nodes") and _shape(b) != "CPU node" and b.gpus > meta["nodes"] * meta["gpus_per_node"]:
+        console.print(f"[yellow]The recommended deployment needs {b.gpus:,} GPUs; the {meta['nodes']} nodes given "
+                      f"hold {meta['nodes'] * meta['gpus_per_node']:,}.[/yellow]")
