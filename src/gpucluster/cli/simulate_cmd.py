@@ -1,0 +1,158 @@
+"""`gpucluster simulate`: run a scenario through the cluster simulator, or compare policies."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Optional
+
+import typer
+from typer.core import TyperGroup
+
+
+class _RunByDefault(TyperGroup):
+    """`gpucluster simulate SCENARIO ...` means `gpucluster simulate run SCENARIO ...`."""
+
+    def parse_args(self, ctx, args):
+        if args and args[0] not in self.commands and args[0] not in ("--help", "-h"):
+            args = ["run", *args]
+        return super().parse_args(ctx, args)
+
+
+simulate_app = typer.Typer(
+    cls=_RunByDefault, no_args_is_help=True,
+    help="Simulate a shared GPU cluster over days or months: queues, utilisation, failures, policies. "
+         "`gpucluster simulate SCENARIO.yaml` runs one scenario; `compare` runs several policies.")
+
+Scenario = Annotated[str, typer.Argument(help="Scenario YAML (see examples/scenarios/)", show_default=False)]
+Seed = Annotated[Optional[int], typer.Option(help="Random seed (default: the scenario's)")]
+JsonOut = Annotated[bool, typer.Option("--json", help="Print JSON")]
+
+
+@simulate_app.command("run")
+def run(
+    scenario: Scenario,
+    policy: Annotated[Optional[str], typer.Option(help="Scheduling policy (default: the scenario's); "
+                                                       "`gpucluster simulate policies` lists them")] = None,
+    seed: Seed = None,
+    json_out: JsonOut = False,
+    events: Annotated[Optional[str], typer.Option(help="Write every event as JSON lines to this file")] = None,
+) -> None:
+    """Run one scenario and print utilisation, queueing, completion, failures and cost."""
+    from gpucluster.cli.render import print_json
+    from gpucluster.cli.simulate_render import render_summary
+    from gpucluster.specs.scenario import load_scenario
+
+    loaded = load_scenario(scenario)
+    summary = _run(loaded, policy, seed, events, f"{loaded.spec.name}")
+    if json_out:
+        print_json(summary)
+    else:
+        render_summary(summary)
+
+
+@simulate_app.command("compare")
+def compare(
+    scenario: Scenario,
+    policies: Annotated[str, typer.Option(help="Comma-separated policies, e.g. fifo,backfill,sjf")],
+    seed: Seed = None,
+    json_out: JsonOut = False,
+) -> None:
+    """Run the same scenario (same jobs, same failures) under several policies, side by side."""
+    from gpucluster.cli.render import print_json
+    from gpucluster.cli.simulate_render import render_compare
+    from gpucluster.errors import UserError
+    from gpucluster.sim.policies import load_all
+    from gpucluster.specs.scenario import load_scenario
+
+    names = [p.strip() for p in policies.split(",") if p.strip()]
+    if not names:
+        raise UserError("give at least one policy, e.g. --policies fifo,backfill", field="--policies")
+    registry = load_all()
+    names = [registry.canonical(n, field="--policies") for n in names]
+    loaded = load_scenario(scenario)
+    results: dict[str, Any] = {}
+    for name in dict.fromkeys(names):
+        results[name] = _run(loaded, name, seed, None, f"{loaded.spec.name} [{name}]")
+        if results[name]["partial"]:
+            break
+    if json_out:
+        print_json({"schema": "gpucluster-simulation-compare/v1", "scenario": loaded.spec.name,
+                    "partial": any(r["partial"] for r in results.values()), "policies": results})
+    else:
+        render_compare(results)
+
+
+@simulate_app.command("policies")
+def list_policies(json_out: JsonOut = False) -> None:
+    """List the scheduling policies and their options."""
+    from gpucluster.cli.render import console, print_json
+    from gpucluster.sim.policies import load_all
+
+    reg = load_all()
+    if json_out:
+        print_json({name: {"summary": cls.summary, "options": cls.options_doc} for name, cls in reg.items()})
+        return
+    for name, cls in reg.items():
+        console.print(f"[bold]{name:12}[/bold] {cls.summary}")
+        for opt, doc in cls.options_doc.items():
+            console.print(f"{'':14}option {opt}: {doc}")
+
+
+def _run(loaded, policy: str | None, seed: int | None, events: str | None, label: str) -> dict[str, Any]:
+    """One run with a progress bar (after a second) and Ctrl-C that stops cleanly (results marked partial)."""
+    import signal
+    import time
+
+    from gpucluster.errors import UserError
+    from gpucluster.sim.run import simulate
+
+    holder: dict[str, Any] = {}
+    progress: dict[str, Any] = {"bar": None, "t0": time.perf_counter()}
+    log_file = None
+    log = None
+    if events:
+        import json
+        try:
+            log_file = open(events, "w", encoding="utf-8")  # noqa: SIM115  (closed below)
+        except OSError as exc:
+            raise UserError(f"cannot write: {exc.strerror}", file=events, field="--events") from None
+
+        def log(rec: dict) -> None:
+            log_file.write(json.dumps(rec) + "\n")
+
+    def on_progress(t: float) -> None:
+        sim = holder.get("sim")
+        if sim is None:
+            return
+        bar = progress["bar"]
+        if bar is None:
+            if time.perf_counter() - progress["t0"] < 1.0:
+                return
+            from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+            from gpucluster.cli.render import err_console
+            bar = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
+                           TextColumn("day {task.completed:,.0f}"), TimeElapsedColumn(),
+                           console=err_console, transient=True)
+            bar.start()
+            progress["bar"] = bar
+            end = sim.cfg.horizon_s or max((j.submit for j in sim.jobs), default=0.0) * 1.2 or 86400.0
+            progress["task"] = bar.add_task(label, total=end / 86400.0)
+        bar.update(progress["task"], completed=t / 86400.0)
+
+    def on_sigint(signum, frame) -> None:
+        sim = holder.get("sim")
+        if sim is None:
+            raise KeyboardInterrupt
+        sim.kernel.stop_requested = True
+
+    old = signal.signal(signal.SIGINT, on_sigint)
+    try:
+        result = simulate(loaded, policy, seed, log, on_progress, policy_field="--policy" if policy else None,
+                          keep_sim=lambda s: holder.__setitem__("sim", s))
+    finally:
+        signal.signal(signal.SIGINT, old)
+        if progress["bar"] is not None:
+            progress["bar"].stop()
+        if log_file is not None:
+            log_file.close()
+    return result.summary

@@ -1,0 +1,156 @@
+"""Terminal rendering of simulation summaries (one run, or policies side by side)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpucluster.cli.render import console, num
+from gpucluster.units import format_duration
+
+BLOCKS = " ▁▂▃▄▅▆▇█"
+
+
+def pct(x: float | None, digits: int = 1) -> str:
+    return "-" if x is None else f"{100 * x:.{digits}f}%"
+
+
+def dur(x: float | None) -> str:
+    return "-" if x is None else format_duration(x)
+
+
+def sparkline(values: list[float], width: int = 60) -> str:
+    if not values:
+        return ""
+    step = max(1, len(values) // width)
+    pts = [sum(values[i:i + step]) / len(values[i:i + step]) for i in range(0, len(values), step)]
+    return "".join(BLOCKS[min(8, max(0, round(v * 8)))] for v in pts)
+
+
+def render_summary(s: dict[str, Any]) -> None:
+    from rich.table import Table
+
+    c = console
+    head = (f"[bold]{s['scenario']}[/bold]: policy {s['policy']}, seed {s['seed']}, "
+            f"{s['simulated_days']:.1f} simulated days")
+    if s["partial"]:
+        head += " [bold red](PARTIAL: stopped early)[/bold red]"
+    c.print(head)
+    cl = s["cluster"]
+    types = ", ".join(f"{n} x {t}" for t, n in cl["types"].items())
+    c.print(f"Cluster: {cl['gpus']:,} GPUs on {cl['nodes']:,} nodes ({types})")
+    j = s["jobs"]
+    c.print(f"Jobs: {j['total']:,}: {j['completed']:,} completed, {j['failed']:,} failed, "
+            f"{j['cancelled']:,} cancelled, {j['running']:,} still running, {j['pending']:,} still pending")
+    for why, n in j["not_run"].items():
+        c.print(f"  [yellow]{n:,} not run: {why}[/yellow]")
+    u = s["utilization"]
+    c.print(f"Utilization: allocation {pct(u['allocation'])}, busy {pct(u['busy'])} of "
+            f"{num(u['capacity_gpu_hours'], 0)} GPU-hours (idle {num(u['idle_gpu_hours'], 0)}, "
+            f"down {num(u['down_gpu_hours'], 0)})")
+    g = s["gpu_hours"]
+    c.print(f"Goodput: {pct(s['goodput'])} of allocated GPU-hours did useful work (checkpoints "
+            f"{num(g['checkpoint'], 0)}, restarts {num(g['restart'], 0)}, lost to failures "
+            f"{num(g['lost_failures'], 0)}, lost to preemption {num(g['lost_preemption'], 0)} GPU-h)")
+    f = s.get("failures")
+    if f:
+        seen = f"one every {f['cluster_mtbf_hours']:.1f} h" if f["cluster_mtbf_hours"] else "none"
+        c.print(f"Failures: {f['count']:,} ({seen}; expected one every {f['expected_cluster_mtbf_hours']:.1f} h at "
+                f"{f['per_gpu_hour']:.3g} per GPU-hour, {f['distribution']}), {f['jobs_interrupted']:,} job "
+                f"interruptions")
+        c.print(f"  rate source: {f['source']}")
+    fr = s["fragmentation"]
+    if fr.get("mean_gpus") is not None:
+        c.print(f"Fragmentation: {fr['mean_gpus']:.1f} GPUs free but unusable by any waiting job on average "
+                f"({pct(fr['mean_ratio'])}; {pct(fr['mean_ratio_while_waiting'])} while jobs wait)")
+    cost = s["cost"]
+    if cost.get("total_usd") is not None:
+        cloud = f" + ${cost['cloud_usd']:,.0f} cloud ({num(cost.get('cloud_gpu_hours'), 0)} GPU-h)" \
+            if cost.get("cloud_gpu_hours") else ""
+        per = cost.get("usd_per_useful_gpu_hour")
+        c.print(f"Cost: ${cost['on_prem_usd']:,.0f} on-prem{cloud} = ${cost['total_usd']:,.0f}"
+                + (f", ${per:.2f} per useful GPU-hour" if per else ""))
+    if s["makespan_s"] is not None:
+        c.print(f"Makespan: {dur(s['makespan_s'])}")
+    t = Table(title="Per job class", title_justify="left")
+    for col in ("class", "kind", "jobs", "done", "failed", "left", "wait mean", "wait p50", "wait p99",
+                "JCT mean", "JCT p50", "JCT p99", "GPU-h", "restarts"):
+        t.add_column(col, justify="left" if col in ("class", "kind") else "right")
+    for name, k in s["classes"].items():
+        t.add_row(name, k["kind"], f"{k['jobs']:,}", f"{k['completed']:,}", f"{k['failed'] + k['cancelled']:,}",
+                  f"{k['running'] + k['pending']:,}", dur(k["wait_s"]["mean"]), dur(k["wait_s"]["p50"]),
+                  dur(k["wait_s"]["p99"]), dur(k["jct_s"]["mean"]), dur(k["jct_s"]["p50"]), dur(k["jct_s"]["p99"]),
+                  num(k["gpu_hours"], 0), f"{k['restarts']:,}")
+    c.print(t)
+    for name, sv in (s.get("services") or {}).items():
+        c.print(f"Service {name}: {num(sv['requests'], 0)} requests, {pct(sv['slo_miss_ratio'], 2)} over capacity "
+                f"(SLO misses), under-provisioned {pct(sv['under_provisioned_ratio'])} of the time, peak "
+                f"{sv['peak_replicas']} replicas, mean load {pct(sv['mean_load'])}")
+    ts = s.get("timeseries") or {}
+    if ts.get("allocation"):
+        c.print(f"Allocation over time  |{sparkline(ts['allocation'])}|")
+        c.print(f"Busy over time        |{sparkline(ts['busy'])}|")
+    for tr in s.get("traces") or []:
+        bad = f", {tr['bad_rows']:,} bad rows skipped" if tr["bad_rows"] else ""
+        first = "; ".join(f"{why}: {v['rows']} (first at line {v['first_line']})" for why, v in tr["bad"].items())
+        c.print(f"Trace {tr['path']}: {tr['rows']:,} rows, {tr['jobs']:,} jobs{bad}" + (f" ({first})" if first else ""))
+    for note in s.get("notes") or []:
+        c.print(f"Note: {note}")
+    rate = s.get("events_per_s")
+    c.print(f"[dim]{s['events']:,} events in {s['wall_s']:.2f} s" + (f" ({rate:,.0f} events/s)" if rate else "")
+            + "[/dim]")
+
+
+ROWS = [
+    ("allocation", lambda s: pct(s["utilization"]["allocation"])),
+    ("busy", lambda s: pct(s["utilization"]["busy"])),
+    ("goodput", lambda s: pct(s["goodput"])),
+    ("jobs completed", lambda s: f"{s['jobs']['completed']:,}"),
+    ("still pending", lambda s: f"{s['jobs']['pending']:,}"),
+    ("mean wait", lambda s: dur(_mean(s, "wait_s"))),
+    ("p99 wait (worst class)", lambda s: dur(_worst(s, "wait_s", "p99"))),
+    ("mean JCT", lambda s: dur(_mean(s, "jct_s"))),
+    ("makespan", lambda s: dur(s["makespan_s"])),
+    ("fragmentation", lambda s: pct(s["fragmentation"].get("mean_ratio"))),
+    ("lost to failures GPU-h", lambda s: num(s["gpu_hours"]["lost_failures"], 0)),
+    ("lost to preemption GPU-h", lambda s: num(s["gpu_hours"]["lost_preemption"], 0)),
+    ("SLO misses", lambda s: pct(_slo(s), 2) if s.get("services") else "-"),
+    ("$ per useful GPU-h", lambda s: num(s["cost"].get("usd_per_useful_gpu_hour"), 2)),
+]
+
+
+def _mean(s: dict, key: str) -> float | None:
+    tot = n = 0.0
+    for k in s["classes"].values():
+        if k["kind"] == "replica" or k[key]["mean"] is None:
+            continue
+        w = k["completed"] if key == "jct_s" else k["jobs"]
+        tot += k[key]["mean"] * w
+        n += w
+    return tot / n if n else None
+
+
+def _worst(s: dict, key: str, q: str) -> float | None:
+    vals = [k[key][q] for k in s["classes"].values() if k["kind"] != "replica" and k[key][q] is not None]
+    return max(vals) if vals else None
+
+
+def _slo(s: dict) -> float:
+    sv = s["services"].values()
+    req = sum(v["requests"] for v in sv)
+    return sum(v["requests"] - v["served"] for v in sv) / req if req else 0.0
+
+
+def render_compare(results: dict[str, dict[str, Any]]) -> None:
+    from rich.table import Table
+
+    first = next(iter(results.values()))
+    title = f"{first['scenario']}: {first['simulated_days']:.1f} simulated days, seed {first['seed']}"
+    if any(r["partial"] for r in results.values()):
+        title += " (PARTIAL: stopped early)"
+    t = Table(title=title, title_justify="left")
+    t.add_column("")
+    for name in results:
+        t.add_column(name, justify="right")
+    for label, fn in ROWS:
+        t.add_row(label, *(fn(s) for s in results.values()))
+    console.print(t)
