@@ -295,16 +295,21 @@ class Simulation:
         """Kill the node's jobs (they restart from their last checkpoint) and take it down.
         Returns (jobs killed, GPUs those jobs held)."""
         st = self.state
-        victims = sorted(st.node_jobs[node])
+        killed, gpus = self.kill_on_node(node, why)
+        st.advance(self.kernel.now)
+        st.fail(node)
+        self.capacity_changed()
+        self.emit_node("fail", node, jobs=killed)
+        return killed, gpus
+
+    def kill_on_node(self, node: int, why: str) -> tuple[int, float]:
+        """Kill every job with GPUs on the node (a software failure leaves the node up)."""
+        victims = sorted(self.state.node_jobs[node])
         gpus = 0.0
         for jid in victims:
             job = self.running[jid]
             gpus += job.gpu_share
             self.interrupt(job, why)
-        st.advance(self.kernel.now)
-        st.fail(node)
-        self.capacity_changed()
-        self.emit_node("fail", node, jobs=len(victims))
         return len(victims), gpus
 
     def emit_node(self, event: str, node: int, **extra: Any) -> None:

@@ -95,10 +95,12 @@ def summarize(sim: Any, loaded: LoadedScenario, wall_s: float) -> dict[str, Any]
     f = sim.failures
     if f is not None:
         n = len(f.records)
-        out["failures"] = {"count": n, "per_gpu_hour": f.per_gpu_hour, "source": f.source,
+        out["failures"] = {"count": n, "hardware": sum(r.hardware for r in f.records),
+                           "per_gpu_hour": f.per_gpu_hour, "source": f.source,
+                           "repair_hours_default": f.rates.repair_hours, "repair_source": f.rates.repair_source,
                            "distribution": loaded.spec.failures.distribution,
                            "cluster_mtbf_hours": (end / H / n) if n else None,
-                           "expected_cluster_mtbf_hours": 1 / (f.per_gpu_hour * out["cluster"]["gpus"]),
+                           "expected_cluster_mtbf_hours": 1 / f.expected_rate_per_hour(),
                            "jobs_interrupted": sum(r.jobs_killed for r in f.records),
                            "lost_gpu_hours": (gt["lost_failures"] + gt["restart"]) / H,
                            "checkpoint_gpu_hours": gt["checkpoint"] / H}

@@ -21,11 +21,6 @@ from gpucluster.errors import UserError
 from gpucluster.specs.cluster import ClusterSpec, _canonical
 from gpucluster.specs.loader import load_yaml, parse_data
 
-# Llama 3 (Dubey et al. 2024, "The Llama 3 Herd of Models", sec. 3.3.4): 419 unexpected
-# interruptions on 16,384 H100 GPUs in 54 days.
-LLAMA3_PER_GPU_HOUR = 419 / (16384 * 54 * 24)
-LLAMA3_SOURCE = "Llama 3 (Dubey et al. 2024): 419 unexpected interruptions / (16,384 GPUs x 54 days x 24 h)"
-
 
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
@@ -223,13 +218,21 @@ Workload = Annotated[Training | Batch | Inference | Pipeline | Trace, Field(disc
 
 class Failures(Strict):
     """Node failures (exponential or Weibull times between failures per node) and repairs."""
-    per_gpu_hour: float | None = Field(None, gt=0, description="failures per GPU-hour; default: the reliability "
-                                                              "model, or Llama 3's 419 / (16,384 x 54 x 24 h)")
+    profile: str = Field("llama3", description="failure profile of the reliability model (per-cause rates; "
+                                               "`gpucluster reliability` lists them)")
+    per_gpu_hour: float | None = Field(None, gt=0, description="instead of the profile: failures per GPU-hour, "
+                                                              "all taking the node out for repair")
     distribution: Literal["exponential", "weibull"] = "exponential"
     weibull_shape: float = Field(1.0, gt=0, description="k < 1: failures cluster early (infant mortality)")
-    repair_hours: Dist = Field(Dist(dist="fixed", value=4.0), description="time to repair a failed node, hours "
-                                                                          "(default 4: an estimate)")
+    repair_hours: Dist | None = Field(None, description="time to repair a node after a hardware failure, hours "
+                                                        "(default: the reliability data's node_repair_h)")
     drain_hours: float = Field(0.0, ge=0, description="health checks after repair before the node rejoins")
+
+    @field_validator("profile")
+    @classmethod
+    def _profile(cls, v: str) -> str:
+        from gpucluster.catalog.operations import failure_profiles
+        return _canonical(failure_profiles(), v)
 
 
 class CloudBurst(Strict):
