@@ -27,6 +27,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from gpucluster.catalog.models import Cpu
+from gpucluster.model.cost import usd_per_million_tokens
 from gpucluster.model.serving.cpu import CpuStepModel
 from gpucluster.model.serving.kv_cache import Quant, replica_memory
 from gpucluster.model.serving.queueing import ServingPoint, StepModel, Traffic, analyze, max_rate
@@ -70,7 +71,7 @@ class Option:
         usd = self.own_usd_per_hour if own else self.usd_per_hour
         if usd is None:
             return None
-        return usd / (rate * output_tokens * 3600) * 1e6
+        return usd_per_million_tokens(usd / self.gpus, self.gpus, rate * output_tokens)
 
 
 @dataclass

@@ -222,6 +222,8 @@ def analyze(step: StepModel, traffic: Traffic, max_batch: int) -> ServingPoint:
     # The engine idles when no request is in the system (M/G/inf: Poisson occupancy).
     busy = 1.0 - math.exp(-lam * (D + 1) * T)
     td = step.decode(n, ctx)
+    # A prompt's iteration includes a decode step only when sequences are running (Poisson n).
+    td_first = td * (1.0 - math.exp(-n)) if D else 0.0
     # Slots: max_batch servers, each request holds one for (D + 1) iterations.
     hold = (D + 1) * T
     a = lam * hold
@@ -257,21 +259,21 @@ def analyze(step: StepModel, traffic: Traffic, max_batch: int) -> ServingPoint:
 
     # The running iteration's residual: length-biased, so at p99 it is a whole iteration that
     # holds a prefill whenever more than 1% of the time goes to such iterations.
-    with_prefill = td + p1_50 + extra(o50)
+    with_prefill = td_first + p1_50 + extra(o50)
     resid50 = busy * T / 2
     resid99 = with_prefill if busy * min(1.0, lam * with_prefill) > 0.01 else (T if busy > 0.01 else 0.0)
     w_mean = pc / decay if pc > 0 else 0.0
-    ttft50 = resid50 + td + p1_50 + extra(o50) + w50
+    ttft50 = resid50 + td_first + p1_50 + extra(o50) + w50
     # p99 of the sum: the means plus the components' p99 excesses added in quadrature
     # (independent parts; adding p99s would overstate the tail).
-    means = resid50 + td + p1_50 + extra(others) + w_mean
+    means = resid50 + td_first + p1_50 + extra(others) + w_mean
     excess = math.sqrt((resid99 - resid50) ** 2 + (p1_99 - p1_50) ** 2 + (extra(o99) - extra(others)) ** 2
                        + max(0.0, w99 - w_mean) ** 2)
     ttft99 = max(ttft50, means + excess)
     tpot50 = tpot99 = None
     if D > 0:
         tpot50 = T
-        n99 = min(float(max_batch), _poisson_q(n, 0.99))
+        n99 = min(float(max_batch), max(1.0, _poisson_q(n, 0.99)))
         # Short requests see the prefills of few iterations: their average fluctuates most;
         # the 5th-percentile output length stands for them.
         d_short = max(1.0, traffic.output.quantile(0.05) - 1)
