@@ -27,8 +27,8 @@ the rate is beyond the replica's capacity). Then:
   counts), plus the wait for a free sequence
   slot when the batch is full (Erlang C over max_batch slots, each held (D + 1) x T;
   exponential tail); prefill-only traffic (one output token) instead queues for compute:
-  Kingman's wait with one prompt's service time at full batches. p99: the parts' means
-  plus their p99 excesses in quadrature.
+  Kingman's wait with one prompt's service time at full batches. The parts are taken as
+  independent; their distributions are convolved and p50/p99 read off the sum.
 An iteration prefills at most PREFILL_TOKEN_BUDGET prompt tokens; more arrivals per
 iteration than that admits is beyond capacity. The engine is busy with probability
 1 - exp(-lambda (D + 1) T) (M/G/inf occupancy), which scales the p50 residual.
@@ -174,6 +174,26 @@ def _erlang_c(c: int, a: float) -> float:
     return b / (1 - rho + rho * b)
 
 
+def _sum_quantiles(parts: list[tuple[np.ndarray, np.ndarray]], qs: tuple[float, ...]) -> list[float]:
+    """Quantiles of a sum of independent discrete variables (values, probabilities): their
+    probabilities binned on a common 512-step grid and convolved (FFT)."""
+    hi = sum(float(v.max()) for v, _ in parts)
+    if hi <= 0:
+        return [0.0 for _ in qs]
+    dt = hi / 511
+    size = 1
+    for v, _ in parts:
+        size += int(round(float(v.max()) / dt)) + 1
+    nfft = 1 << (size - 1).bit_length()
+    spec = np.ones(nfft // 2 + 1, dtype=complex)
+    for v, p in parts:
+        h = np.bincount(np.rint(v / dt).astype(int), weights=p, minlength=1)
+        spec *= np.fft.rfft(h, nfft)
+    pmf = np.clip(np.fft.irfft(spec, nfft)[:size], 0.0, None)
+    cdf = np.cumsum(pmf) / pmf.sum()
+    return [float(np.searchsorted(cdf, q)) * dt for q in qs]
+
+
 def _kmax(S: float) -> float:
     """Prompts one iteration can prefill under the token budget (at least one)."""
     return max(1.0, float(PREFILL_TOKEN_BUDGET // max(1, int(S))))
@@ -247,29 +267,33 @@ def analyze(step: StepModel, traffic: Traffic, max_batch: int) -> ServingPoint:
             pc, decay = rho, rho / wq if wq > 0 else 1.0
             w99 = max(w99, math.log(rho / 0.01) / decay if rho > 0.01 and wq > 0 else 0.0)
             w50 = max(w50, math.log(rho / 0.5) / decay if rho > 0.5 and wq > 0 else 0.0)
-    # Prompts that share the iteration with this one: those that arrived during the last one.
+    # TTFT = residual of the running iteration + decode step in the prompt's iteration + its own
+    # prefill + the prefill of the others admitted with it + the wait for a slot (or compute):
+    # independent parts, their distribution convolved, p50 and p99 read off the sum.
     others = min(lam * T, kmax)
-    o50, o99 = _poisson_q(others, 0.5), min(_poisson_q(others, 0.99), kmax - 1)
-    p1_50 = step.prefill(1, traffic.input.quantile(0.5))
-    p1_99 = step.prefill(1, traffic.input.quantile(0.99))
+    p1 = step.prefill(1, S)
     per_prompt = step.prefill(max(k, 1.0), S) / max(k, 1.0)
 
     def extra(j: float) -> float:
-        return step.prefill(1 + j, S) - step.prefill(1, S)
+        return step.prefill(1 + j, S) - p1
 
-    # The running iteration's residual: length-biased, so at p99 it is a whole iteration that
-    # holds a prefill whenever more than 1% of the time goes to such iterations.
-    with_prefill = td_first + p1_50 + extra(o50)
-    resid50 = busy * T / 2
-    resid99 = with_prefill if busy * min(1.0, lam * with_prefill) > 0.01 else (T if busy > 0.01 else 0.0)
-    w_mean = pc / decay if pc > 0 else 0.0
-    ttft50 = resid50 + td_first + p1_50 + extra(o50) + w50
-    # p99 of the sum: the means plus the components' p99 excesses added in quadrature
-    # (independent parts; adding p99s would overstate the tail).
-    means = resid50 + td_first + p1_50 + extra(others) + w_mean
-    excess = math.sqrt((resid99 - resid50) ** 2 + (p1_99 - p1_50) ** 2 + (extra(o99) - extra(others)) ** 2
-                       + max(0.0, w99 - w_mean) ** 2)
-    ttft99 = max(ttft50, means + excess)
+    with_prefill = td_first + p1 + extra(_poisson_q(others, 0.5))
+    u = np.linspace(0.0, 1.0, 17)[1:] - 1 / 32                      # 16 midpoints of (0, 1)
+    in_prefill = 1.0 if D == 0 else min(1.0, lam * with_prefill)    # busy time in prefill iterations
+    resid = (np.concatenate([[0.0], u * with_prefill, u * td]),
+             np.concatenate([[1 - busy], np.full(16, busy * in_prefill / 16), np.full(16, busy * (1 - in_prefill) / 16)]))
+    decode = (np.array([0.0, td]), np.array([math.exp(-n), 1 - math.exp(-n)])) if D else (np.zeros(1), np.ones(1))
+    if traffic.input.dist == "fixed":
+        own = (np.array([p1]), np.ones(1))
+    else:
+        u64 = (np.arange(64) + 0.5) / 64
+        own = (np.array([step.prefill(1, traffic.input.quantile(q)) for q in u64]), np.full(64, 1 / 64))
+    top = int(min(kmax - 1, _poisson_q(others, 0.99) + 3 * math.sqrt(others) + 3))
+    js = np.arange(top + 1)
+    pj = np.exp(js * math.log(max(others, 1e-300)) - others - np.array([math.lgamma(j + 1) for j in js]))
+    join = (np.array([extra(j) for j in js]), pj / pj.sum())
+    wait = (np.concatenate([[0.0], -np.log(1 - u) / decay]), np.concatenate([[1 - pc], np.full(16, pc / 16)]))
+    ttft50, ttft99 = _sum_quantiles([resid, decode, own, join, wait], (0.5, 0.99))
     tpot50 = tpot99 = None
     if D > 0:
         tpot50 = T
