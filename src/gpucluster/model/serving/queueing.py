@@ -22,9 +22,9 @@ the rate is beyond the replica's capacity). Then:
 - TTFT: the wait for the running iteration to end (residual: T/2 at p50; at p99 a whole
   iteration that holds a prefill when such iterations fill over 1% of the time, since
   arrivals see iterations length-biased), plus the iteration that holds the prompt: a
-  decode step and the prefill of this prompt (its length at p50/p99) and of the others
-  that arrived during the last iteration (Poisson with mean lambda x T: exact p50 and p99
-  counts), plus the wait for a free sequence
+  decode step and the prefill of this prompt (its length distribution) and of the others
+  that arrive during the running iteration (Poisson with mean lambda x T; none when the
+  engine is idle), plus the wait for a free sequence
   slot when the batch is full (Erlang C over max_batch slots, each held (D + 1) x T;
   exponential tail); prefill-only traffic (one output token) instead queues for compute:
   Kingman's wait with one prompt's service time at full batches. The parts are taken as
@@ -280,20 +280,25 @@ def analyze(step: StepModel, traffic: Traffic, max_batch: int) -> ServingPoint:
     with_prefill = td_first + p1 + extra(_poisson_q(others, 0.5))
     u = np.linspace(0.0, 1.0, 17)[1:] - 1 / 32                      # 16 midpoints of (0, 1)
     in_prefill = 1.0 if D == 0 else min(1.0, lam * with_prefill)    # busy time in prefill iterations
-    resid = (np.concatenate([[0.0], u * with_prefill, u * td]),
-             np.concatenate([[1 - busy], np.full(16, busy * in_prefill / 16), np.full(16, busy * (1 - in_prefill) / 16)]))
+    # Busy engine (probability `busy`): the residual of the running iteration, and the prompts
+    # that arrive during it join this one's prefill. Idle engine: neither.
+    r_vals = np.concatenate([u * with_prefill, u * td])
+    r_prob = np.concatenate([np.full(16, in_prefill / 16), np.full(16, (1 - in_prefill) / 16)])
+    top = int(min(kmax - 1, _poisson_q(others, 0.99) + 3 * math.sqrt(others) + 3))
+    js = np.arange(top + 1)
+    pj = np.exp(js * math.log(max(others, 1e-300)) - others - np.array([math.lgamma(j + 1) for j in js]))
+    j_vals = np.array([extra(j) for j in js])
+    both = (r_vals[:, None] + j_vals[None, :]).ravel()
+    both_p = (r_prob[:, None] * (pj / pj.sum())[None, :]).ravel()
+    busy_part = (np.concatenate([[0.0], both]), np.concatenate([[1 - busy], busy * both_p]))
     decode = (np.array([0.0, td]), np.array([math.exp(-n), 1 - math.exp(-n)])) if D else (np.zeros(1), np.ones(1))
     if traffic.input.dist == "fixed":
         own = (np.array([p1]), np.ones(1))
     else:
         u64 = (np.arange(64) + 0.5) / 64
         own = (np.array([step.prefill(1, traffic.input.quantile(q)) for q in u64]), np.full(64, 1 / 64))
-    top = int(min(kmax - 1, _poisson_q(others, 0.99) + 3 * math.sqrt(others) + 3))
-    js = np.arange(top + 1)
-    pj = np.exp(js * math.log(max(others, 1e-300)) - others - np.array([math.lgamma(j + 1) for j in js]))
-    join = (np.array([extra(j) for j in js]), pj / pj.sum())
     wait = (np.concatenate([[0.0], -np.log(1 - u) / decay]), np.concatenate([[1 - pc], np.full(16, pc / 16)]))
-    ttft50, ttft99 = _sum_quantiles([resid, decode, own, join, wait], (0.5, 0.99))
+    ttft50, ttft99 = _sum_quantiles([busy_part, decode, own, wait], (0.5, 0.99))
     tpot50 = tpot99 = None
     if D > 0:
         tpot50 = T
