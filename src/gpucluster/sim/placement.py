@@ -12,8 +12,10 @@ Strategies for whole GPUs:
 * `topology`: the same inside one leaf switch when some leaf can hold the gang
   (the leaf with the least room that fits: best fit), else the fewest leaves,
   fullest first (Slurm's topology/tree plugin, Kubernetes topology-aware gangs).
+* `fgd`: a gang that fits in one node goes where the fragmentation grows least
+  (see sim/fragmentation.py); larger gangs as `pack`.
 Shares of one GPU (milli < 1000): `best-fit` (the GPU with the least free share
-that fits) or `fgd` (fragmentation gradient descent, see sim/fragmentation.py).
+that fits) or `fgd` (fragmentation gradient descent).
 """
 
 from __future__ import annotations
@@ -81,7 +83,7 @@ def free_whole(scr: Scratch, mask: np.ndarray | None) -> int:
 
 
 def place_whole(scr: Scratch, gpus: int, mask: np.ndarray | None = None, strategy: str = "pack",
-                cpu: int = 0, mem: int = 0) -> np.ndarray | None:
+                cpu: int = 0, mem: int = 0, frag=None) -> np.ndarray | None:
     """GPU ids for a gang of `gpus` whole GPUs on nodes in `mask`, or None if it does not fit now."""
     st = scr.state
     avail = scr.avail if mask is None else np.where(mask, scr.avail, 0)
@@ -95,6 +97,8 @@ def place_whole(scr: Scratch, gpus: int, mask: np.ndarray | None = None, strateg
         fits_one = np.flatnonzero(avail >= gpus)
         if not fits_one.size:
             return None
+        if strategy == "fgd" and frag is not None:
+            return _gpus_on(scr, [(frag.best_node(scr, fits_one, gpus, cpu), gpus)])
         return _gpus_on(scr, [(int(fits_one[np.argmin(avail[fits_one])]), gpus)])
     if strategy == "topology":
         order = _leaf_order(st, avail, gpus)

@@ -93,6 +93,7 @@ def build(loaded: LoadedScenario, policy: str | None = None, seed: int | None = 
     if spec.cloud_burst is not None:
         from gpucluster.sim.burst import Burst
         sim.burst = Burst(sim, spec.cloud_burst, np.flatnonzero(state.node_cloud), kernel.stream("burst"))
+    sim.prices = type_prices(loaded)
     prepare = getattr(pol, "prepare", None)
     if prepare is not None:
         prepare(sim)
@@ -110,6 +111,26 @@ def simulate(loaded: LoadedScenario, policy: str | None = None, seed: int | None
     wall = time.perf_counter() - t0
     from gpucluster.sim.summary import summarize
     return Result(summarize(sim, loaded, wall), list(sim.by_id.values()), sim)
+
+
+def type_prices(loaded: LoadedScenario) -> dict[str, float]:
+    """Rental price per GPU-hour of each GPU type (the cluster spec's, else the catalog's)."""
+    from gpucluster.catalog import catalog
+    out: dict[str, float] = {}
+    if loaded.cluster is not None:
+        for p in loaded.cluster.node_pools:
+            price = loaded.cluster.pool_prices(p.name).usd_per_gpu_hour
+            if price is None and p.gpu_entry.prices.rental_usd_per_gpu_hour is not None:
+                price = p.gpu_entry.prices.rental_usd_per_gpu_hour.value
+            if price is not None:
+                out.setdefault(p.gpu, price)
+    b = loaded.spec.cloud_burst
+    if b is not None and b.gpu not in out:
+        rp = catalog.gpus.get(b.gpu).prices.rental_usd_per_gpu_hour
+        price = b.usd_per_gpu_hour if b.usd_per_gpu_hour is not None else (rp.value if rp else None)
+        if price is not None:
+            out[b.gpu] = price
+    return out
 
 
 def rejected_reasons(jobs: list[Job]) -> dict[str, int]:

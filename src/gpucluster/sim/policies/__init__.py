@@ -9,5 +9,15 @@ policies: Registry = Registry("policy")
 
 def load_all() -> Registry:
     """Import every policy module (each registers itself) and return the registry."""
-    from gpucluster.sim.policies import backfill, fifo, sjf  # noqa: F401
+    from gpucluster.sim.policies import (  # noqa: F401
+        backfill,
+        binpack,
+        fifo,
+        hetero,
+        kueue,
+        las,
+        partition,
+        sjf,
+        topo,
+    )
     return policies

@@ -118,7 +118,7 @@ class Policy:
             if job.milli < WHOLE:
                 g = place_share(scr, job.milli, mask, job.cpu_milli, job.mem_mib, self.share_placement, view.frag)
             else:
-                g = place_whole(scr, job.gpus, mask, self.placement, job.cpu_milli, job.mem_mib)
+                g = place_whole(scr, job.gpus, mask, self.placement, job.cpu_milli, job.mem_mib, view.frag)
             if g is not None:
                 return g
         return None

@@ -109,5 +109,17 @@ def read_sacct(path: str, limit: int | None = None) -> TraceRead:
                 break
     t0 = min((r[0] for r in rows), default=0.0)
     for submit, duration, gpus, gtype, job_id in rows:
-        out.jobs.append(TraceJob(submit - t0, duration, gpus, gpu_types=(gtype,) if gtype else None, name=job_id))
+        t = _catalog_name(gtype)
+        out.jobs.append(TraceJob(submit - t0, duration, gpus, gpu_types=(t,) if t else None, name=job_id))
     return out
+
+
+def _catalog_name(gres_type: str | None) -> str | None:
+    """A Slurm GRES type (h100, a100_80g) as a catalog GPU name, or None (any type) when unknown."""
+    if not gres_type:
+        return None
+    from gpucluster.catalog import catalog
+    for cand in (gres_type, gres_type.replace("_", "-")):
+        if cand in catalog.gpus:
+            return catalog.gpus.canonical(cand)
+    return None
