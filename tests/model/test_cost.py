@@ -75,14 +75,14 @@ def test_ng8_counts_from_topology_and_spec_prices():
 
 
 def test_min_viable_cluster_near_the_seeds_450k():
-    plan = cost_plan(example("min-8xh200"))
+    plan = cost_plan(example("seed-figures/min-8xh200"))
     cats = plan.build.by_category(plan.build.capex)
     assert cats["servers"] == pytest.approx(8 * 32000 + 2 * 11805 + 1536 * 5 + 8 * 2200 + 50000 + 7.68 * 110)
     assert 400e3 < plan.build.capex_usd < 500e3          # seed: $450K
 
 
 def test_512_gpu_tco_is_above_the_seeds_range():
-    plan = cost_plan(example("tco-512-h200"))
+    plan = cost_plan(example("seed-figures/tco-512-h200"))
     tco = plan.build.tco_usd(3)
     gpus_alone = 512 * 32000
     assert gpus_alone > 14e6                              # the GPUs alone exceed the seed's low end

@@ -28,6 +28,7 @@ app.add_typer(__import__("gpucluster.cli.simulate_cmd").cli.simulate_cmd.simulat
 app.command("cost")(__import__("gpucluster.cli.cost_cmd", fromlist=["cost"]).cost)
 app.command("reliability")(__import__("gpucluster.cli.reliability_cmd", fromlist=["x"]).reliability)
 app.command("facility")(__import__("gpucluster.cli.facility_cmd", fromlist=["x"]).facility)
+app.command("check")(__import__("gpucluster.cli.check_cmd", fromlist=["x"]).check)
 
 
 def main() -> None:

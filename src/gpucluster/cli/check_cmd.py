@@ -1,0 +1,94 @@
+"""`gpucluster check`: the cluster doctor. Reads a cluster spec and job files, runs every rule,
+prints findings with their numbers and fixes. Exit 0 clean, 1 when a finding reaches
+--fail-on, 2 on bad input."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from gpucluster.cli.render import console, print_json
+
+STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
+
+
+def check(
+    cluster: Annotated[Optional[str], typer.Argument(help="Cluster spec YAML")] = None,
+    job: Annotated[Optional[list[str]], typer.Option(help="Job file: sbatch script, DeepSpeed JSON, torchrun "
+                                                          "command line, Kubernetes YAML or NCCL env file")] = None,
+    model: Annotated[Optional[str], typer.Option(help="Model the jobs train (default llama3-70b, the seeds' 70B)")] = None,
+    profile: Annotated[str, typer.Option(help="Failure data: llama3, opt-175b, bloom-176b, seed")] = "llama3",
+    pool: Annotated[Optional[str], typer.Option(help="Node pool the jobs run on (default: the first)")] = None,
+    interfaces: Annotated[Optional[str], typer.Option(help="Network interfaces a node has, e.g. ib0,ib1,eth0")] = None,
+    input_gbps_per_gpu: Annotated[Optional[float], typer.Option(help="Training input GB/s per GPU (images, video)")] = None,
+    checkpoint_interval: Annotated[Optional[str], typer.Option(help="Your checkpoint interval, e.g. 30m")] = None,
+    checkpoint_tier: Annotated[Optional[str], typer.Option(help="Storage tier checkpoints go to (default: the best)")] = None,
+    rule: Annotated[Optional[list[str]], typer.Option(help="Run only these rules (repeat)")] = None,
+    fail_on: Annotated[str, typer.Option(help="Exit 1 when a finding is at least: error, warning or info")] = "error",
+    list_rules: Annotated[bool, typer.Option("--list-rules", help="List the rules and exit")] = False,
+    json_out: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
+) -> None:
+    """Find what is wrong with a cluster spec and its job files, with the numbers and the fix."""
+    from gpucluster.check.engine import build_context, exit_code, run_checks
+    from gpucluster.check.findings import SEVERITIES
+    from gpucluster.check.rules import RULES
+    from gpucluster.errors import UserError
+    from gpucluster.specs.durations import parse_duration
+
+    if list_rules:
+        rows = [{"id": n, "summary": r.summary} for n, r in RULES.items()]
+        if json_out:
+            print_json(rows)
+        else:
+            for r in rows:
+                console.print(f"{r['id']:24} {r['summary']}")
+        return
+    if cluster is None:
+        raise UserError("give a cluster spec: gpucluster check CLUSTER.yaml [--job FILE ...]")
+    if fail_on not in SEVERITIES:
+        raise UserError(f"must be one of {', '.join(SEVERITIES)}, got {fail_on!r}", field="--fail-on")
+    if input_gbps_per_gpu is not None and input_gbps_per_gpu < 0:
+        raise UserError(f"must be >= 0, got {input_gbps_per_gpu}", field="--input-gbps-per-gpu")
+    try:
+        interval_s = parse_duration(checkpoint_interval, "m") if checkpoint_interval else None
+    except ValueError as exc:
+        raise UserError(str(exc), field="--checkpoint-interval") from None
+    names = [n.strip() for n in interfaces.split(",") if n.strip()] if interfaces else None
+    ctx = build_context(cluster, job, model, profile=profile, pool_name=pool, interfaces=names,
+                        input_gbps_per_gpu=input_gbps_per_gpu, checkpoint_interval_s=interval_s,
+                        checkpoint_tier=checkpoint_tier)
+    if pool:
+        ctx.spec.pool(pool)
+    from gpucluster.plan.reliability_plan import load_failure_model
+    load_failure_model(profile)
+    findings = run_checks(ctx, rule)
+    code = exit_code(findings, fail_on)  # type: ignore[arg-type]
+    counts = {s: sum(f.severity == s for f in findings) for s in SEVERITIES}
+    if json_out:
+        print_json({"schema": "gpucluster-check/v1", "cluster": ctx.spec.name, "jobs": [j.path for j in ctx.jobs],
+                    "model": ctx.model_note, "job_nodes": ctx.job_nodes, "findings": [f.to_json() for f in findings],
+                    "counts": counts, "fail_on": fail_on, "exit_code": code})
+    else:
+        _render(ctx, findings, counts, fail_on, code)
+    raise typer.Exit(code)
+
+
+def _render(ctx, findings, counts, fail_on: str, code: int) -> None:
+    from rich.markup import escape
+
+    jobs = ", ".join(j.path for j in ctx.jobs) or "none"
+    console.print(f"[bold]{ctx.spec.name}[/bold]: {ctx.spec.total_gpus} GPUs; jobs: {escape(jobs)}; model "
+                  f"{escape(ctx.model_note)}; job on {ctx.job_nodes} node(s) of pool {ctx.pool.name}")
+    for f in findings:
+        console.print(f"\n[{STYLE[f.severity]}]{f.severity.upper():7}[/] [bold]{f.rule}[/bold]  "
+                      f"[dim]{escape(f.where or '')}[/dim]")
+        console.print(f"  {escape(f.title)}")
+        if f.evidence:
+            ev = ", ".join(f"{k} {v}" for k, v in f.evidence.items())
+            console.print(f"  [dim]evidence: {escape(ev)}[/dim]")
+        console.print(f"  fix: {escape(f.fix)}")
+    summary = ", ".join(f"{counts[s]} {s}{'s' if counts[s] != 1 and s != 'info' else ''}"
+                        for s in ("error", "warning", "info"))
+    verdict = "clean" if not findings else summary
+    console.print(f"\n{verdict} -> exit {code} (--fail-on {fail_on})")
