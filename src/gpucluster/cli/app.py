@@ -29,6 +29,7 @@ app.command("cost")(__import__("gpucluster.cli.cost_cmd", fromlist=["cost"]).cos
 app.command("reliability")(__import__("gpucluster.cli.reliability_cmd", fromlist=["x"]).reliability)
 app.command("facility")(__import__("gpucluster.cli.facility_cmd", fromlist=["x"]).facility)
 app.command("check")(__import__("gpucluster.cli.check_cmd", fromlist=["x"]).check)
+app.command("advise")(__import__("gpucluster.cli.advise_cmd", fromlist=["x"]).advise)
 
 
 def main() -> None:

@@ -1,0 +1,130 @@
+"""`gpucluster advise`: one GPU, one node, a cluster or CPUs; build or rent, with the numbers."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Optional
+
+import typer
+
+from gpucluster.cli.render import console, num, print_json
+
+
+def advise(
+    model: Annotated[str, typer.Option(help="Model to train (preset or YAML)")],
+    tokens: Annotated[Optional[str], typer.Option(help="Tokens to train on (default: 20 per parameter)")] = None,
+    deadline: Annotated[Optional[str], typer.Option(help="Wanted time to train, e.g. 24h, 30d")] = None,
+    gpu: Annotated[str, typer.Option(help="GPU type")] = "H200",
+    nic: Annotated[str, typer.Option(help="NIC, one per GPU")] = "NDR400",
+    cpu: Annotated[str, typer.Option(help="CPU node to compare, TYPE:SOCKETS")] = "EPYC-9654:2",
+    months: Annotated[Optional[float], typer.Option(help="Months you will use the cluster (default: this run)")] = None,
+    utilization: Annotated[Optional[float], typer.Option(help="Fraction of hours the cluster is busy")] = None,
+    rate: Annotated[Optional[str], typer.Option(help="Also serve the model at this many requests/s")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
+) -> None:
+    """Answer the seeds' decision framework for your workload from the planners and the cost model."""
+    from dataclasses import asdict
+
+    from gpucluster.errors import UserError
+    from gpucluster.plan.decide import build_or_rent, ladder
+    from gpucluster.specs.durations import parse_duration
+    from gpucluster.specs.workload import load_model_spec
+    from gpucluster.units import parse_count
+
+    spec = load_model_spec(model)
+    try:
+        tok = parse_count(tokens) if tokens else None
+    except ValueError as exc:
+        raise UserError(str(exc), field="--tokens") from None
+    try:
+        deadline_s = parse_duration(deadline, "h") if deadline else None
+    except ValueError as exc:
+        raise UserError(str(exc), field="--deadline") from None
+    cname, _, sockets = cpu.partition(":")
+    if sockets and (not sockets.isdigit() or int(sockets) < 1):
+        raise UserError(f"sockets must be a positive integer, got {sockets!r}", field="--cpu")
+    if months is not None and months <= 0:
+        raise UserError(f"must be > 0, got {months}", field="--months")
+    rungs, answer = ladder(spec, gpu, nic, tok, deadline_s, (cname, int(sockets or 2)))
+    out: dict[str, Any] = {"schema": "gpucluster-advise/v1", "model": spec.name, "deadline_s": deadline_s,
+                           "rungs": [asdict(r) for r in rungs], "answer": answer.label if answer else None}
+    bor = None
+    if answer is not None:
+        bor = build_or_rent(answer, gpu, nic, months, utilization)
+        out["build_or_rent"] = {k: v for k, v in asdict(bor).items() if k != "rung"}
+    serving = _serving(spec, gpu, nic, cname, int(sockets or 2), rate) if rate else None
+    if serving:
+        out["serving"] = serving
+    if json_out:
+        print_json(out)
+        return
+    _render(spec, rungs, answer, bor, deadline_s, serving)
+
+
+def _serving(spec, gpu: str, nic: str, cpu: str, sockets: int, rate_text: str) -> dict[str, Any]:
+    from gpucluster.catalog import catalog
+    from gpucluster.cli.plan_serve_cmd import parse_rate
+    from gpucluster.model.serving.queueing import Lengths, Traffic
+    from gpucluster.plan.fabric_from import from_flags
+    from gpucluster.plan.serve_search import search
+
+    rate = parse_rate(rate_text)
+    traffic = Traffic(rate, Lengths(512.0, "fixed"), Lengths(256.0, "fixed"))
+    res = search(spec, [from_flags(f"{gpu}:8", 8, nic, None).fabric], rate, traffic,
+                 cpus=[(catalog.cpus.get(cpu), sockets)])
+    out: dict[str, Any] = {"rate": rate, "input_tokens": 512, "output_tokens": 256}
+    for kind, pick in (("gpu", lambda o: "x" not in o.hardware), ("cpu", lambda o: " x " in o.hardware)):
+        o = next((o for o in res.options if pick(o)), None)
+        if o is not None:
+            out[kind] = {"hardware": o.hardware, "replicas": o.replicas, "processors": o.gpus,
+                         "usd_per_mtok_rented": o.usd_per_mtok(rate, 256), "usd_per_mtok_owned": o.usd_per_mtok(
+                             rate, 256, own=True), "ttft_p99_s": o.point.ttft_p99}
+    return out
+
+
+def _render(spec, rungs, answer, bor, deadline_s, serving) -> None:
+    from rich.table import Table
+
+    from gpucluster.units import format_duration
+
+    t = Table(title=f"Where {spec.name} trains" + (f" (deadline {format_duration(deadline_s)})" if deadline_s else ""),
+              title_justify="left")
+    for col in ("option", "fits", "time to train", "failure every", "GPU-hours", "layout / why not"):
+        t.add_column(col, justify="right" if col in ("time to train", "failure every", "GPU-hours") else "left",
+                     overflow="fold")
+    for r in rungs:
+        ok = "yes" if r.fits else "no"
+        if r.meets_deadline is not None and r.fits:
+            ok += ", in time" if r.meets_deadline else ", too slow"
+        t.add_row(r.label, ok, format_duration(r.time_s) if r.time_s else "-",
+                  format_duration(r.mtbf_s) if r.mtbf_s else "-", num(r.gpu_hours, 0) if r.gpu_hours else "-",
+                  r.layout or r.reason[:200])
+    console.print(t)
+    console.print("  [dim]time to train without failures (training planner); failure every: MTBF of a job that size "
+                  "(Llama 3 rates, `gpucluster reliability`)[/dim]")
+    if answer is None:
+        console.print("[bold]Answer[/bold]: nothing on the ladder fits and meets the deadline; a longer deadline, "
+                      "faster GPUs or a smaller model")
+        return
+    kind = ("one GPU" if answer.gpus == 1 else f"one node ({answer.gpus} GPUs)" if answer.nodes == 1 else
+            f"a cluster ({answer.nodes} nodes, {answer.gpus} GPUs)")
+    console.print(f"[bold]Answer[/bold]: {kind}, the smallest option that "
+                  + ("fits the model and meets the deadline" if deadline_s else "fits the model (give --deadline to "
+                                                                                "trade GPUs for time)"))
+    b = bor
+    console.print(f"[bold]Build or rent[/bold]: [bold]{b.answer}[/bold]. Renting this run costs "
+                  f"${num(b.run_rent_usd, 0)} at ${b.rent_usd_per_gpu_hour:.2f}/GPU-hour; building costs "
+                  f"${num(b.capex_usd, 0)} up front + ${num(b.opex_usd_per_month, 0)} a month and pays back after "
+                  + ("never (renting costs less than operating)" if b.break_even_months == float("inf") else
+                     f"{b.break_even_months:.1f} months") + f" at {b.utilization:.0%} utilization; over "
+                  f"{format_duration(b.horizon_months * 30.44 * 86400)}: build ${num(b.build_total_usd, 0)}, rent ${num(b.rent_total_usd, 0)}")
+    for a in b.assumptions:
+        console.print(f"  [dim]- {a}[/dim]")
+    if serving:
+        for kind in ("gpu", "cpu"):
+            o = serving.get(kind)
+            if o:
+                rented = f"${o['usd_per_mtok_rented']:.3f} rented, " if o["usd_per_mtok_rented"] is not None else ""
+                owned = f"${o['usd_per_mtok_owned']:.3f}" if o["usd_per_mtok_owned"] is not None else "-"
+                console.print(f"[bold]Serving[/bold] {num(serving['rate'], 0)} req/s on {kind.upper()}s: "
+                              f"{o['replicas']} x {o['hardware']} replica(s), {o['processors']} processors; "
+                              f"{rented}{owned} owned (processors only) per million output tokens")

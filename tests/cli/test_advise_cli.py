@@ -1,0 +1,28 @@
+"""`gpucluster advise` through the real console script."""
+
+import json
+
+from tests_cli_helpers import assert_one_line_error, run
+
+
+def test_advise_json():
+    data = json.loads(run("advise", "--model", "llama2-7b", "--tokens", "10B", "--deadline", "24h", "--json",
+                          check_rc=0).stdout)
+    assert data["schema"] == "gpucluster-advise/v1"
+    kinds = [r["kind"] for r in data["rungs"]]
+    assert kinds[0] == "cpu" and set(kinds[1:]) == {"gpu"}
+    assert data["answer"] == data["rungs"][-1]["label"] and data["rungs"][-1]["meets_deadline"]
+    b = data["build_or_rent"]
+    assert b["answer"] in ("build", "rent") and b["capex_usd"] > 0
+
+
+def test_advise_human_with_serving():
+    out = run("advise", "--model", "llama2-7b", "--tokens", "10B", "--rate", "50", check_rc=0).stdout
+    assert "Answer" in out and "Build or rent" in out and "Serving" in out and "CPU" in out
+
+
+def test_advise_bad_input():
+    assert_one_line_error(run("advise", "--model", "llama2-7b", "--deadline", "soon"), "--deadline")
+    assert_one_line_error(run("advise", "--model", "llama2-7b", "--gpu", "H900"), "H900")
+    assert_one_line_error(run("advise", "--model", "llama2-7b", "--cpu", "EPYC-9654:x"), "--cpu")
+    assert_one_line_error(run("advise", "--model", "llama2-7b", "--months", "0"), "--months")
