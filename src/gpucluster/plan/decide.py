@@ -158,7 +158,7 @@ def build_or_rent(rung: Rung, gpu: str, nic: str, horizon_months: float | None, 
         rung, on_demand.usd_per_gpu_hour, on_demand.origin, (rung.gpu_hours or 0) * on_demand.usd_per_gpu_hour,
         plan.build.capex_usd, opex_month, plan.break_even("on-demand"), horizon, plan.utilization, build_total,
         rent_total, "build" if build_total < rent_total else "rent",
-        [f"cluster costed: {rung.nodes} x {per_node} {gpu}, {per_node} x {nic} per node, {spec.fabric.switch} "
-         f"{spec.fabric.topology}; node parts as seed 1's NG8 node; no shared storage",
-         f"horizon {horizon:.1f} months ({'given' if horizon_months is not None else 'this run only'}), "
-         f"utilization {plan.utilization:.0%}", *plan.build.assumptions])
+        [(f"cluster costed: {rung.nodes} x {per_node} {gpu}, {per_node} x {nic} per node, {spec.fabric.switch} "
+         f"{spec.fabric.topology}; node parts as seed 1's NG8 node; no shared storage"),
+         (f"horizon {horizon:.1f} months ({'given' if horizon_months is not None else 'this run only'}), "
+         f"utilization {plan.utilization:.0%}"), *plan.build.assumptions])
