@@ -172,3 +172,15 @@ def test_arrays_and_scalars_agree():
     arr = predict("all_gather", np.array([1e3, 1e6, 1e9]), g)
     for i, s in enumerate([1e3, 1e6, 1e9]):
         assert predict("all_gather", s, g).time_s == pytest.approx(arr.time_s[i])
+
+
+def test_one_gpu_per_domain_crosses_only_the_network():
+    """A mesh or 2-GPU-domain chip with one group member per domain: finite, NIC-bound times
+    (this once divided by zero: a sub-group of one has no NVLink share)."""
+    for name, domain in (("MI300X", 8), ("H100-PCIe", 2)):
+        gpu = catalog.gpus.get(name)
+        g = place_group(gpu, 4, domain, domain_size=domain, scale_out_link="InfiniBand", scale_out_gbps_per_gpu=50.0)
+        g = CommGroup(4, 1, g.scale_up, g.scale_out, domain_size=domain, switched=gpu.scale_up.switched)
+        p = predict("all_reduce", 1e9, g)
+        assert math.isfinite(p.time_s) and p.bottleneck == "scale-out"
+        assert p.busbw_gbps <= 50 * 0.9

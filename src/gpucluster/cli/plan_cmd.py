@@ -6,7 +6,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-plan_app = typer.Typer(help="Plan a workload on a cluster: training (serving comes next).", no_args_is_help=True)
+plan_app = typer.Typer(help="Plan a workload on a cluster: training runs and serving deployments.", no_args_is_help=True)
 
 # Llama 2 (Touvron et al. 2023) and Llama 3 trained with about 4M tokens per optimizer step.
 DEFAULT_BATCH_TOKENS = 4 * 2**20

@@ -89,7 +89,7 @@ class CommGroup:
         domain_size-1 links, so a sub-group uses only its share of them.
         """
         full = self.domain_size or self.per_domain
-        if self.switched or full <= 1:
+        if self.switched or full <= 1 or self.per_domain <= 1:
             return self.scale_up.gbps_per_direction
         return self.scale_up.gbps_per_direction * (self.per_domain - 1) / (full - 1)
 
@@ -163,6 +163,8 @@ def _ring(op: str, size, g: CommGroup):
     s = np.asarray(size, dtype=float)
     w, chunk = s * bus_factor(op, n), ring_chunk(op, s, n)
     up = _latency_s(g.scale_up.link, ring_steps(op, n)) + transfer_time(w, chunk, g.scale_up_gbps, g.scale_up.ramp())
+    if g.per_domain == 1:
+        up = 0.0 * up  # one GPU per domain: every ring edge is a network hop
     if g.domains == 1:
         return up, "scale-up"
     out_tier = g.scale_out
