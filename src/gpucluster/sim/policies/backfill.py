@@ -60,6 +60,12 @@ class EasyBackfill(Policy):
             shape = (job.types, job.milli)
             if failed.get(shape, 1 << 62) <= job.gpus:
                 continue
+            if job.gpu_share > extra and shadow < INF:
+                # cheap test before placing: a job that would outlast the shadow on every type it can use
+                types = view.types_for(job)
+                if all(t == rtype or rtype is None for t in types) and all(
+                        view.now + job.est_duration(t) > shadow for t in types):
+                    continue
             g = self.place(view, scr, job)
             if g is None:
                 failed[shape] = min(failed.get(shape, 1 << 62), job.gpus)
