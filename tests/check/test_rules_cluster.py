@@ -135,3 +135,8 @@ def test_model_does_not_fit(tmp_path):
 
 def test_model_fits(tmp_path):
     assert findings(tmp_path, "model-fit") == []
+
+
+def test_rack_power_slightly_over_is_a_warning(tmp_path):
+    [f] = findings(tmp_path, "rack-power", spec_with(**{"facility.rack_kw_budget": 30}))   # 30.1 kW
+    assert f.severity == "warning" and "uncertainty" in f.title

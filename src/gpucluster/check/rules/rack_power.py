@@ -1,10 +1,14 @@
 """Rack power over the budget: nodes per rack x node power at full load (GPU and CPU TDP, NICs,
-host remainder) against facility.rack_kw_budget."""
+host remainder) against facility.rack_kw_budget. Error more than 5% over; warning up to 5%
+over, the margin of the host remainder (an estimate in prices.yaml: fans, DRAM, NVMe, PSU losses)."""
 
 from __future__ import annotations
 
 from gpucluster.check.findings import Finding
 from gpucluster.check.rules.base import Rule, rule
+
+
+MARGIN = 0.05
 
 
 @rule
@@ -18,10 +22,12 @@ class RackPower(Rule):
         for r in ctx.facility.racks:
             if not r.over_budget:
                 continue
+            close = r.rack_kw <= r.budget_kw * (1 + MARGIN)
             yield Finding(
-                self.id, "error",
+                self.id, "warning" if close else "error",
                 f"pool {r.pool}: {r.nodes_per_rack} nodes x {r.node.kw:.2f} kW = {r.rack_kw:.1f} kW per rack, over "
-                f"the {r.budget_kw:g} kW budget",
+                f"the {r.budget_kw:g} kW budget" + (" (by less than the uncertainty of the host estimate)" if close
+                                                    else ""),
                 f"put {r.nodes_that_fit} nodes per rack ({r.racks} -> "
                 f"{-(-ctx.spec.pool(r.pool).count // max(1, r.nodes_that_fit))} racks) or raise the rack budget "
                 f"to {r.rack_kw:.1f} kW",
