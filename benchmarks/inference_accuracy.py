@@ -4,7 +4,7 @@ Target (issue 4): median absolute error <= 15% on shared/validation/inference-pu
 Prints, per case, the calibrated prediction (what `gpucluster validate` reports) and the
 kernel-level model before the serving-efficiency factor, so that the factor's effect is
 visible; `--fit` prints the factor per chip and math precision that the cases imply
-(src/gpucluster/model/serving/calibration.py records the fitted values).
+(each GPU's catalog entry records its fitted value under efficiency.serving_fraction).
 
     python benchmarks/inference_accuracy.py [--fit] [FILE ...]
 """

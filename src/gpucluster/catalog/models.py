@@ -67,6 +67,10 @@ class Efficiency(Strict):
         default_factory=dict,
         description="compute throughput sustained in end-to-end training relative to the GEMM and attention "
                     "microbenchmarks (power-capped clocks, kernel mix), per precision; fitted on published runs")
+    serving_fraction: dict[Precision, Sourced] = Field(
+        default_factory=dict,
+        description="device time of a serving engine's step relative to the kernel-level model (gaps between "
+                    "kernels, skinny serving GEMMs), per math precision; fitted on published serving runs")
 
 
 class Memory(Strict):

@@ -16,34 +16,25 @@ factors is used and marked as an estimate.
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass
+from functools import lru_cache
+
+from gpucluster.catalog import catalog
 
 
-@dataclass(frozen=True)
-class Fitted:
-    value: float
-    source: str
-
-
-SERVING_EFFICIENCY: dict[tuple[str, str], Fitted] = {
-    ("H100-SXM5-80GB", "fp8"): Fitted(
-        0.745, "fitted by benchmarks/inference_accuracy.py --fit on shared/validation/inference-public.yaml: "
-              "Azure AI-benchmarking-guide ND H100 v5, TensorRT-LLM Llama 3 70B FP8 TP8, batch 16 and 64 "
-              "(device-time ratios 0.732 and 0.757, median 0.745)"),
-}
-
-
+@lru_cache(maxsize=None)
 def serving_efficiency(gpu_name: str, precision: str) -> tuple[float, str]:
-    """(factor, where it comes from) for a chip and the GEMMs' math precision."""
-    key = (gpu_name, precision)
-    if key in SERVING_EFFICIENCY:
-        f = SERVING_EFFICIENCY[key]
-        return f.value, f.source
-    same = [f.value for (g, _), f in SERVING_EFFICIENCY.items() if g == gpu_name]
-    if same:
-        v = statistics.median(same)
+    """(factor, where it comes from) for a chip and the GEMMs' math precision; the fitted
+    values live in each GPU's catalog entry (efficiency.serving_fraction)."""
+    gpu = catalog.gpus.get(gpu_name)
+    table = gpu.efficiency.serving_fraction
+    if precision in table:
+        src = gpu.sources[table[precision].source]
+        return table[precision].value, f"{src.kind}: {src.title}"
+    if table:
+        v = statistics.median(x.value for x in table.values())
         return v, f"estimate: this chip's factor for another precision ({v:g})"
-    if not SERVING_EFFICIENCY:
+    fitted = [x.value for _, g in catalog.gpus.items() for x in g.efficiency.serving_fraction.values()]
+    if not fitted:
         return 1.0, "no published serving run fitted: kernel-level model as is"
-    v = statistics.median(f.value for f in SERVING_EFFICIENCY.values())
+    v = statistics.median(fitted)
     return v, f"estimate: median of the chips fitted on published serving runs ({v:g})"
