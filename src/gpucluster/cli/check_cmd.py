@@ -37,7 +37,7 @@ def check(
     from gpucluster.specs.durations import parse_duration
 
     if list_rules:
-        rows = [{"id": n, "summary": r.summary} for n, r in RULES.items()]
+        rows = [{"id": n, "summary": r.summary} for n, r in sorted(RULES.items())]
         if json_out:
             print_json(rows)
         else:
