@@ -73,7 +73,7 @@ def test_kubernetes_multi_document():
 
 def test_kubernetes_problems():
     assert parse_text("k.yaml", "kind: Pod\nspec: [\n").problems[0].line is not None
-    assert "not read" in parse_text("k.yaml", "apiVersion: v1\nkind: Service\n").problems[0].reason
+    assert "not read" in parse_text("k.yaml", "apiVersion: example.com/v1\nkind: Widget\n").problems[0].reason
     assert "no `kind:`" in parse_text("k.yaml", "a: 1\n").problems[0].reason
     job = parse_text("k.yaml", "apiVersion: batch/v1\nkind: Job\nspec:\n  parallelism: 4\n  template:\n    spec:\n"
                                "      containers:\n        - name: c\n          command: [bash, -c, 'torchrun t.py']\n"
