@@ -61,3 +61,13 @@ def test_facility():
     assert rack["nodes_per_rack"] == 4 and abs(rack["node_kw"] - 7.52) < 0.01
     out = run("facility", "examples/mixed-h100-h200-mi300x.yaml", check_rc=0).stdout
     assert "mi300x" in out and "A per phase" in out
+
+
+def test_facility_storage_needs():
+    data = json.loads(run("facility", "examples/ng8-32node.yaml", "--model", "llama3-70b", "--input-gbps-per-gpu",
+                          "0.3", "--json", check_rc=0).stdout)
+    st = data["storage"]
+    assert abs(st["input_gbps"] - 256 * 0.3) < 1e-9
+    tiers = {t["tier"]: t for t in st["tiers"]}
+    assert tiers["s3"]["input_share"] > 1 > tiers["lustre"]["input_share"]     # 76.8 GB/s vs 50 and 200
+    assert all(0 < t["write_share"] < 1 for t in st["tiers"])
