@@ -100,7 +100,7 @@ def render_json(plan: TrainingPlan, meta: dict[str, Any]) -> None:
     print_json({
         "schema": "gpucluster-plan-train/v1", "model": plan.spec.name, "params": meta["params"],
         "target": {"description": plan.target.description, "gpus": plan.target.gpus, "nodes": plan.target.nodes,
-                   "fabric": plan.target.fabric.describe()},
+                   "fabric": plan.target.fabric.describe(), **plan.target.fabric.job_fields()},
         "tokens": plan.tokens, "tokens_source": meta["tokens_source"], "global_batch": plan.global_batch,
         "seq_len": plan.seq_len, "best": est(plan.best), "ranked": [est(e) for e in plan.search.ranked],
         "steps": plan.steps, "time_to_train_s": plan.time_to_train_s, "gpu_hours": plan.gpu_hours,

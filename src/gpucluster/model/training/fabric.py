@@ -38,6 +38,11 @@ class TrainingFabric:
             + (f", {self.oversubscription:g}:1" if self.oversubscription > 1 else ""))
         return f"{self.gpu_name} x {self.gpus_per_node} per node, NVLink domain {self.domain}, {net}"
 
+    def job_fields(self) -> dict:
+        """What job generators need (gpucluster generate reads them from the plan JSON)."""
+        return {"gpu": self.gpu_name, "gpus_per_node": self.gpus_per_node, "nic": self.nic_name,
+                "scale_out_link": self.scale_out_link}
+
     def per_domain(self, size: int, stride: int) -> int:
         if stride >= self.domain:
             return 1
