@@ -15,6 +15,10 @@ from gpucluster.check.jobs.shell import _launchers, _options
 from gpucluster.specs.loader import _record_lines
 
 GPU_KEY = "nvidia.com/gpu"
+# Objects that run no pods and sit beside workloads in one manifest (a Job's headless Service,
+# Kueue's queues): nothing to check, not a parse problem.
+NO_PODS = ("Service", "ConfigMap", "Secret", "Namespace", "ServiceAccount", "ResourceFlavor", "ClusterQueue",
+           "LocalQueue", "PodDisruptionBudget")
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
@@ -65,6 +69,8 @@ def parse_k8s(path: str, text: str) -> JobFile:
             job.problems.append(Problem(node.start_mark.line + 1, "not a Kubernetes object (no `kind:`)"))
             continue
         specs = _pod_specs(doc)
+        if not specs and doc["kind"] in NO_PODS:
+            continue
         if not specs:
             job.problems.append(Problem(lines.get(("kind",)), f"kind {doc['kind']!r} is not read by gpucluster "
                                         "(Pod, Job, Deployment, StatefulSet, ReplicaSet, PyTorchJob are)"))
