@@ -30,6 +30,7 @@ app.command("reliability")(__import__("gpucluster.cli.reliability_cmd", fromlist
 app.command("facility")(__import__("gpucluster.cli.facility_cmd", fromlist=["x"]).facility)
 app.command("check")(__import__("gpucluster.cli.check_cmd", fromlist=["x"]).check)
 app.command("advise")(__import__("gpucluster.cli.advise_cmd", fromlist=["x"]).advise)
+app.add_typer(__import__("gpucluster.cli.generate_cmd", fromlist=["x"]).generate_app, name="generate")
 
 
 def main() -> None:

@@ -1,0 +1,105 @@
+"""`gpucluster generate`: job files for the engines people run, from a training plan
+(`gpucluster plan train --json > plan.json`) or, for Kueue, a cluster spec."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+generate_app = typer.Typer(help="Write sbatch, torchrun, DeepSpeed, Kubernetes and Kueue files from a plan.",
+                           no_args_is_help=True)
+
+PlanArg = Annotated[str, typer.Argument(help="Training plan JSON (gpucluster plan train --json)")]
+Script = Annotated[str, typer.Option(help="Training program torchrun starts")]
+Args = Annotated[Optional[list[str]], typer.Option("--arg", help="Extra argument for the program (repeat)")]
+Style = Annotated[str, typer.Option("--args", help="Layout flags appended for the program: megatron or none")]
+Out = Annotated[Optional[str], typer.Option("--out", "-o", help="Write to this file instead of stdout")]
+JobName = Annotated[str, typer.Option(help="Job name (any printable text; quoted safely)")]
+Ifname = Annotated[Optional[str], typer.Option(help="NCCL_SOCKET_IFNAME (default: ^lo,docker)")]
+
+
+def _emit(text: str, out: str | None, executable: bool = False) -> None:
+    if out is None:
+        typer.echo(text, nl=False)
+        return
+    from pathlib import Path
+
+    p = Path(out)
+    p.write_text(text)
+    if executable:
+        p.chmod(0o755)
+    typer.echo(f"wrote {out}", err=True)
+
+
+def _launch(script: str, arg: list[str] | None, style: str, ds: str | None = None):
+    from gpucluster.generate.torchrun import Launch
+
+    return Launch(script=script, script_args=tuple(arg or ()), arg_style=style, deepspeed_config=ds)
+
+
+@generate_app.command("slurm")
+def slurm(plan: PlanArg, job_name: JobName = "train", time: Annotated[str, typer.Option(help="Slurm --time")] = "48:00:00",
+          partition: Annotated[Optional[str], typer.Option(help="Slurm partition")] = None,
+          account: Annotated[Optional[str], typer.Option(help="Slurm account")] = None,
+          gres_type: Annotated[Optional[str], typer.Option(help="GRES type (default: the GPU's short name)")] = None,
+          socket_ifname: Ifname = None, script: Script = "train.py", arg: Args = None, args_style: Style = "megatron",
+          deepspeed_config: Annotated[Optional[str], typer.Option(help="Pass this DeepSpeed JSON to the program")] = None,
+          out: Out = None) -> None:
+    """An sbatch script: nodes, one task per node, GPUs with their type, exclusive, NCCL environment
+    for the fabric, torchrun with a c10d rendezvous on the first node."""
+    from gpucluster.generate.plan_file import load_plan
+    from gpucluster.generate.slurm import SlurmOptions, sbatch_script
+
+    opts = SlurmOptions(job_name=job_name, time=time, partition=partition, account=account, gres_type=gres_type,
+                        socket_ifname=socket_ifname)
+    _emit(sbatch_script(load_plan(plan), _launch(script, arg, args_style, deepspeed_config), opts), out, True)
+
+
+@generate_app.command("torchrun")
+def torchrun(plan: PlanArg, head: Annotated[str, typer.Option(help="First node's address or $VARIABLE")] = "$MASTER_ADDR",
+             script: Script = "train.py", arg: Args = None, args_style: Style = "megatron", out: Out = None) -> None:
+    """The torchrun command to run on every node."""
+    from gpucluster.generate.plan_file import load_plan
+    from gpucluster.generate.torchrun import torchrun_command
+
+    _emit(torchrun_command(load_plan(plan), _launch(script, arg, args_style), head) + "\n", out)
+
+
+@generate_app.command("deepspeed")
+def deepspeed(plan: PlanArg, out: Out = None) -> None:
+    """A DeepSpeed JSON config: batch sizes, ZeRO stage, precision, from the plan's layout."""
+    from gpucluster.generate.deepspeed import deepspeed_json
+    from gpucluster.generate.plan_file import load_plan
+
+    _emit(deepspeed_json(load_plan(plan)), out)
+
+
+@generate_app.command("k8s")
+def k8s(plan: PlanArg, job_name: JobName = "train",
+        namespace: Annotated[str, typer.Option(help="Kubernetes namespace")] = "default",
+        queue: Annotated[Optional[str], typer.Option(help="Kueue LocalQueue ('' for none)")] = "gpucluster",
+        image: Annotated[str, typer.Option(help="Container image")] = "nvcr.io/nvidia/pytorch:24.05-py3",
+        socket_ifname: Ifname = None, script: Script = "train.py", arg: Args = None, args_style: Style = "megatron",
+        out: Out = None) -> None:
+    """A Kubernetes Indexed Job (one pod per node, nvidia.com/gpu limits, Kueue label) and its
+    headless Service for the torchrun rendezvous."""
+    from gpucluster.generate.k8s import K8sOptions, k8s_yaml
+    from gpucluster.generate.plan_file import load_plan
+
+    opts = K8sOptions(job_name=job_name, namespace=namespace, queue=queue or None, image=image,
+                      socket_ifname=socket_ifname)
+    _emit(k8s_yaml(load_plan(plan), _launch(script, arg, args_style), opts), out)
+
+
+@generate_app.command("kueue")
+def kueue(cluster: Annotated[str, typer.Argument(help="Cluster spec YAML")],
+          queue: Annotated[str, typer.Option(help="LocalQueue name")] = "gpucluster",
+          namespace: Annotated[str, typer.Option(help="Namespace of the LocalQueue")] = "default",
+          cluster_queue: Annotated[Optional[str], typer.Option(help="ClusterQueue name (default: the cluster's)")] = None,
+          out: Out = None) -> None:
+    """Kueue ResourceFlavor per GPU type, ClusterQueue with the pools' quotas, LocalQueue."""
+    from gpucluster.generate.kueue import kueue_yaml
+    from gpucluster.specs.cluster import load_cluster
+
+    _emit(kueue_yaml(load_cluster(cluster), queue=queue, namespace=namespace, cluster_queue=cluster_queue), out)

@@ -1,0 +1,60 @@
+"""Safe spelling of user strings in each target language."""
+
+from __future__ import annotations
+
+import re
+import shlex
+
+from gpucluster.errors import UserError
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_SLURM_SPECIAL = re.compile(r"""([\\"'#\s])""")
+
+
+def check_text(value: str, field: str) -> str:
+    """User strings may hold any printable character, never a newline or control character
+    (which would end a directive or comment line)."""
+    if not value:
+        raise UserError("must not be empty", field=field)
+    if _CONTROL.search(value):
+        raise UserError(f"must not contain newlines or control characters: {value!r}", field=field)
+    return value
+
+
+def sh(value: str) -> str:
+    """One shell word, whatever the value holds."""
+    return shlex.quote(value)
+
+
+class Expand(str):
+    """A word the generator itself builds around shell variables (`--nnodes=$SLURM_NNODES`):
+    double-quoted so that the variables expand. Never built from user text."""
+
+
+_VAR = re.compile(r"^\$[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def is_variable(value: str) -> bool:
+    return bool(_VAR.match(value))
+
+
+def sh_join(words: list[str]) -> str:
+    return " ".join(f'"{w}"' if isinstance(w, Expand) else sh(w) for w in words)
+
+
+def slurm_directive(value: str) -> str:
+    """A #SBATCH argument: sbatch splits directives on blanks, strips quotes and stops at an
+    unescaped '#'; a backslash escapes the next character (Slurm 22.05 `_get_argument`)."""
+    return _SLURM_SPECIAL.sub(r"\\\1", value)
+
+
+def comment(value: str) -> str:
+    """Text for a `#` comment line: one line (check_text refuses newlines)."""
+    return _CONTROL.sub("?", value)
+
+
+def k8s_name(value: str, limit: int = 63) -> str:
+    """An RFC 1123 label: lowercase alphanumerics and '-', starting and ending alphanumeric."""
+    s = re.sub(r"[^a-z0-9-]+", "-", value.lower()).strip("-")
+    s = re.sub(r"-{2,}", "-", s)[:limit].strip("-")
+    return s or "job"
