@@ -165,7 +165,7 @@ def test_nic_fabric_matches_link(cat):
     expected = {"infiniband": "InfiniBand", "roce": "RoCE", "ethernet": "Ethernet"}
     for name, nic in cat.nics.items():
         assert cat.links.canonical(nic.link) == expected[nic.fabric], name
-        assert nic.line_rate_gbit.value in (25, 100, 200, 400, 800), name
+        assert nic.line_rate_gbit.value in (10, 25, 100, 200, 400, 800), name
 
 
 # --- switches and CPUs ------------------------------------------------------------------------
