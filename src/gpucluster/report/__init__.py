@@ -1,0 +1,1 @@
+"""Reports: one self-contained HTML file per command (`--html FILE`), with plots."""

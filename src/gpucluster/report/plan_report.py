@@ -1,0 +1,181 @@
+"""HTML reports of `plan train` and `plan serve`."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+from gpucluster.report.html import Report, Table, write_report
+from gpucluster.units import format_duration
+
+# Cluster sizes of the scaling curve, as multiples of the planned node count.
+SCALE_FACTORS = (1 / 8, 1 / 4, 1 / 2, 1, 2, 4)
+
+
+def _si(x: float) -> str:
+    for scale, prefix in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "K")):
+        if abs(x) >= scale:
+            return f"{x / scale:.3g}{prefix}"
+    return f"{x:.3g}"
+
+
+def scaling_points(plan: Any, fixed: dict[str, Any] | None = None, tp_across_domains: bool = False
+                   ) -> list[dict[str, Any]]:
+    """Run the layout search at several node counts around the plan's (same model, batch and
+    fabric); sizes where nothing fits are left out."""
+    from gpucluster.plan.train_search import search
+
+    tgt, best = plan.target, plan.best
+    per_node = tgt.fabric.gpus_per_node
+    rent = plan.rental()
+    keep = {k: v for k, v in (fixed or {}).items() if k not in ("dp",)}
+    nodes = sorted({max(1, round(tgt.nodes * f)) for f in SCALE_FACTORS})
+    out = []
+    for n in nodes:
+        gpus = n * per_node
+        if n == tgt.nodes:
+            est = best
+        else:
+            fab = dataclasses.replace(tgt.fabric, domain=min(tgt.fabric.domain, gpus)) \
+                if tgt.fabric.domain > per_node else tgt.fabric
+            try:
+                res = search(plan.spec, fab, gpus, plan.global_batch, fixed=keep, seq_len=plan.seq_len, top=1,
+                             tp_across_domains=tp_across_domains, precision=best.layout.precision)
+            except Exception:   # a size the search cannot lay out at all
+                continue
+            est = res.best
+            if est is None:
+                continue
+        time_s = plan.steps * est.step_s
+        out.append({"gpus": gpus, "nodes": n, "time_s": time_s, "layout": est.layout.short(), "mfu": est.mfu,
+                    "cost_usd": None if rent is None else rent[0] * time_s * gpus / 3600})
+    return out
+
+
+def train_report(plan: Any, meta: dict[str, Any], *, fixed: dict[str, Any] | None = None,
+                 tp_across_domains: bool = False) -> Report:
+    from gpucluster.model.training.step import TERMS
+    from gpucluster.plan.advise import LABEL
+    from gpucluster.report import figures as F
+
+    best, spec, tgt = plan.best, plan.spec, plan.target
+    rent = plan.rental()
+    name = spec.name or "model"
+    facts = [("model", f"{name} ({_si(meta['params'])} parameters)"), ("cluster", tgt.description),
+             ("recommended layout", best.layout.short()), ("step time", f"{best.step_s:.3f} s"),
+             ("MFU", f"{100 * best.mfu:.1f}%"), ("tokens per second", f"{best.tokens_per_s:,.0f}"),
+             ("time to train", f"{format_duration(plan.time_to_train_s)} for {_si(plan.tokens)} tokens"),
+             ("GPU-hours", f"{plan.gpu_hours:,.0f}")]
+    if rent:
+        facts.append(("cost, rented", f"${rent[0] * plan.gpu_hours:,.0f} at ${rent[0]:.2f}/GPU-hour"))
+    labels = {k: LABEL[k] for k in TERMS}
+    ranked = plan.search.ranked
+    points = scaling_points(plan, fixed, tp_across_domains)
+    figures = [
+        F.step_breakdown(best.terms, labels, best.step_s),
+        F.memory_per_gpu([(e.layout.short(), [r for r in e.memory.rows() if r[0] not in ("total", "HBM")],
+                           e.memory.capacity) for e in ranked]),
+        F.scaling_curve(points, tgt.gpus),
+    ]
+    if len(ranked) > 1:
+        figures.append(F.top_layouts([(e.layout.short(), e.terms, e.mfu) for e in ranked], labels))
+    layouts = Table("Layouts searched (best first)", ["#", "layout", "step (s)", "MFU", "memory (GiB)", "tokens/s"],
+                    [[i, e.layout.short(), round(e.step_s, 3), f"{100 * e.mfu:.1f}%",
+                      round(e.memory.total / 2**30, 1), round(e.tokens_per_s)] for i, e in enumerate(ranked, 1)],
+                    note=f"searched {plan.search.considered:,} layouts, {plan.search.estimated:,} fit in memory")
+    scale = Table("Scaling: the same run on more or fewer nodes",
+                  ["GPUs", "nodes", "best layout", "time to train", "MFU", "cost, rented ($)"],
+                  [[p["gpus"], p["nodes"], p["layout"], format_duration(p["time_s"]), f"{100 * p['mfu']:.1f}%",
+                    "-" if p["cost_usd"] is None else round(p["cost_usd"])] for p in points])
+    notes = [f"fabric: {tgt.fabric.describe()}", f"tokens: {meta['tokens_source']}",
+             f"global batch {plan.global_batch} x {plan.seq_len} tokens: {meta['global_batch_source']}",
+             f"total compute {plan.total_model_flops:.3g} FLOPs (Megatron's count; 6 x N x D gives {plan.six_nd:.3g})"]
+    if rent:
+        notes.append(f"rental price: {rent[1]}")
+    return Report(title=f"Training plan: {name} on {tgt.description}",
+                  subtitle=f"{_si(plan.tokens)} tokens, global batch {plan.global_batch} x {plan.seq_len} tokens, "
+                           f"{best.layout.precision}",
+                  facts=facts, conclusions=[f"Bottleneck: {plan.advice.text}."], figures=figures,
+                  tables=[layouts, scale], notes=notes)
+
+
+def write_train_report(plan: Any, meta: dict[str, Any], path: str, **kw: Any) -> None:
+    write_report(train_report(plan, meta, **kw), path)
+
+
+def _serving_curve(best: Any, spec: Any, fabrics: list, traffic: Any, quant: Any) -> list[tuple]:
+    """One replica of the recommended shape from light load to its capacity."""
+    from gpucluster.model.serving.queueing import StepModel, Traffic, analyze, saturated
+    from gpucluster.model.serving.step_time import Replica
+
+    fab = next((f for f in fabrics if f.gpu_name == best.hardware), None)
+    if fab is None:
+        return []
+    step = StepModel(Replica(spec, fab, best.tp, best.pp, quant))
+    top = saturated(step, traffic, best.max_batch).rate
+    out: list[tuple] = []
+    for i in range(1, 41):
+        p = analyze(step, Traffic(top * (i / 40) ** 0.7 * 0.995, traffic.input, traffic.output), best.max_batch)
+        if not (p.stable and math.isfinite(p.ttft_p99)):
+            continue
+        # Stop where queueing has made TTFT 30x the light-load value: the rest is a wall.
+        if out and p.ttft_p99 > 30 * out[0][1]:
+            break
+        out.append((p.tokens_per_s, p.ttft_p99, p.tpot_p99))
+    return out
+
+
+def serve_report(result: Any, meta: dict[str, Any], sim: Any, *, spec: Any, fabrics: list, traffic: Any,
+                 quant: Any) -> Report:
+    from gpucluster.report import figures as F
+
+    rate, out = meta["rate"], meta["output"]
+    b = result.best
+    p = b.point
+    shape = "CPU node" if b.hardware[0].isdigit() else f"TP{b.tp} x PP{b.pp}"
+    mtok = b.usd_per_mtok(rate, out)
+    facts = [("model", meta["model"]), ("request rate", f"{rate:,.0f} requests/s"),
+             ("deployment", f"{b.replicas:,} x {b.hardware} {shape} = {b.gpus:,} processors"),
+             ("TTFT p50 / p99", f"{p.ttft_p50 * 1e3:,.0f} / {p.ttft_p99 * 1e3:,.0f} ms"),
+             ("output tokens/s", f"{rate * out:,.0f}"), ("binding constraint", b.binding)]
+    if p.tpot_p99 is not None:
+        facts.insert(4, ("TPOT p50 / p99", f"{p.tpot_p50 * 1e3:,.1f} / {p.tpot_p99 * 1e3:,.1f} ms"))
+    if mtok is not None:
+        facts.append(("cost", f"${mtok:.3f} per million output tokens (${b.usd_per_hour:,.0f}/hour)"))
+    curve = _serving_curve(b, spec, fabrics, traffic, quant)
+    opts = [{"name": f"{o.hardware} {'CPU' if o.hardware[0].isdigit() else f'TP{o.tp}xPP{o.pp}'}",
+             "usd_per_mtok": o.usd_per_mtok(rate, out), "gpus": o.gpus, "ttft_p99_s": o.point.ttft_p99}
+            for o in result.options[:12]]
+    figures = [F.serving_curve(curve, slo_ttft_s=meta["slo_ttft_s"], slo_tpot_s=meta["slo_tpot_s"],
+                               operating=(p.tokens_per_s, p.ttft_p99, p.tpot_p99) if curve else None,
+                               replica=f"{b.hardware} {shape}", binding=b.binding),
+               F.serving_options(opts)]
+    rows = []
+    for o in result.options[:20]:
+        m = o.usd_per_mtok(rate, out)
+        rows.append([o.hardware, "CPU" if o.hardware[0].isdigit() else f"TP{o.tp} x PP{o.pp}", o.replicas, o.gpus,
+                     o.max_batch, round(o.per_replica_rate, 2), round(o.point.ttft_p99 * 1e3, 1),
+                     "-" if o.point.tpot_p99 is None else round(o.point.tpot_p99 * 1e3, 1),
+                     "-" if m is None else round(m, 3), o.binding])
+    table = Table("Deployments within the SLOs (cheapest first)",
+                  ["hardware", "shape", "replicas", "GPUs", "max batch", "req/s per replica", "TTFT p99 (ms)",
+                   "TPOT p99 (ms)", "$ per M tokens", "binds"], rows)
+    slo = [f"TTFT p99 <= {meta['slo_ttft_s'] * 1e3:g} ms"] if meta["slo_ttft_s"] else []
+    slo += [f"TPOT p99 <= {meta['slo_tpot_s'] * 1e3:g} ms"] if meta["slo_tpot_s"] else []
+    conclusions = [f"Serve with {b.replicas:,} replica(s) of {b.hardware} {shape}; what binds: {b.binding}."]
+    if sim is not None:
+        conclusions.append(f"A discrete-event run of one replica ({sim.requests} requests) gives TTFT p99 "
+                           f"{sim.ttft_p99 * 1e3:,.0f} ms (the queueing model: {p.ttft_p99 * 1e3:,.0f} ms).")
+    notes = [f"traffic: {meta['input']} prompt + {out} output tokens per request, {meta['lengths']} lengths, "
+             "Poisson arrivals", f"weights {meta['weights']}, KV cache {meta['kv']}",
+             f"serving efficiency {b.efficiency[0]:g}: {b.efficiency[1]}"]
+    if b.price_source:
+        notes.append(f"price: {b.price_source}")
+    return Report(title=f"Serving plan: {meta['model']} at {rate:,.0f} requests/s",
+                  subtitle=f"on {meta['target']}; SLO: {', '.join(slo) or 'none'}", facts=facts,
+                  conclusions=conclusions, figures=figures, tables=[table], notes=notes)
+
+
+def write_serve_report(result: Any, meta: dict[str, Any], sim: Any, path: str, **kw: Any) -> None:
+    write_report(serve_report(result, meta, sim, **kw), path)

@@ -1,0 +1,41 @@
+"""`--html` through the real console script: the report is written, stdout stays clean."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+EXE = Path(sys.executable).parent / "gpucluster"
+
+
+def run(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200", **(env or {})}
+    return subprocess.run([str(EXE), *args], capture_output=True, text=True, env=env, cwd=ROOT, timeout=300)
+
+
+def test_plan_train_json_and_html(tmp_path):
+    out = tmp_path / "plan.html"
+    proc = run("plan", "train", "--cluster", "examples/h200-256-ndr400.yaml", "--model", "llama3-70b",
+               "--tokens", "2T", "--json", "--html", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["schema"] == "gpucluster-plan-train/v1"
+    assert str(out) in proc.stderr and out.stat().st_size > 1_000_000
+    page = out.read_text()
+    for fig in ("step-breakdown", "memory", "scaling", "top-layouts"):
+        assert f'data-figure="{fig}"' in page
+
+
+def test_plan_serve_html(tmp_path):
+    out = tmp_path / "serve.html"
+    proc = run("plan", "serve", "--model", "llama3-8b", "--rate", "20", "--gpu", "H100:8", "--html", str(out))
+    assert proc.returncode == 0, proc.stderr
+    page = out.read_text()
+    assert 'data-figure="serving-curve"' in page and 'data-figure="serving-options"' in page
+
+
+def test_html_into_a_missing_folder_is_one_line_error(tmp_path):
+    proc = run("plan", "train", "--gpu", "H100:8", "--model", "llama2-7b", "--html", str(tmp_path / "no/r.html"))
+    assert proc.returncode == 2
+    assert len(proc.stderr.strip().splitlines()) == 1 and "--html" in proc.stderr and "does not exist" in proc.stderr
