@@ -35,6 +35,7 @@ def train(
     top: Annotated[int, typer.Option(help="How many layouts to show")] = 5,
     tp_across_domains: Annotated[bool, typer.Option(help="Allow tensor parallelism across NVLink domains")] = False,
     json_out: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
+    html: Annotated[Optional[str], typer.Option(help="Also write a self-contained HTML report with plots")] = None,
 ) -> None:
     """Predict step time, memory, MFU, time and GPU-hours to train, and find the best parallel layout."""
     from gpucluster.cli.plan_render import render_json, render_plan
@@ -81,6 +82,9 @@ def train(
         render_json(result, meta)
     else:
         render_plan(result, meta, top)
+    if html:
+        from gpucluster.report.plan_report import write_train_report
+        write_train_report(result, meta, html, fixed=fixed, tp_across_domains=tp_across_domains)
 
 
 def parse_layout(text: str) -> dict[str, Any]:
