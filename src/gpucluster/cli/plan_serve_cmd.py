@@ -60,6 +60,7 @@ def serve(
     simulate: Annotated[bool, typer.Option(help="Check the recommended replica with a discrete-event run")] = False,
     top: Annotated[int, typer.Option(help="How many alternatives to show")] = 8,
     json_out: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
+    html: Annotated[Optional[str], typer.Option(help="Also write a self-contained HTML report with plots")] = None,
 ) -> None:
     """Recommend a deployment (GPU type, TP x PP per replica, batch, replicas) for a request rate within SLOs."""
     from gpucluster.catalog import catalog, parse_accelerator
@@ -137,6 +138,9 @@ def serve(
         to_json(result, meta, sim)
     else:
         render(result, meta, sim, top)
+    if html:
+        from gpucluster.report.plan_report import write_serve_report
+        write_serve_report(result, meta, sim, html, spec=spec, fabrics=fabrics, traffic=traffic, quant=quant)
 
 
 def nothing_fits(spec, result, ttft, tpot, max_replica: int):
