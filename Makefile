@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test install clean bench
+.PHONY: demo test install clean bench browser
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -17,10 +17,14 @@ $(STAMP): $(BIN)/python pyproject.toml
 install: $(STAMP)
 
 SHARED ?= ../shared
+REPORTS ?= reports
 
 demo: $(STAMP)
 	@echo "### Plan: a 70B model on the 256 x H200 example cluster (8 x 400G InfiniBand per node)"
-	$(BIN)/gpucluster plan train --cluster examples/h200-256-ndr400.yaml --model llama3-70b --tokens 2T
+	@mkdir -p $(REPORTS)
+	$(BIN)/gpucluster plan train --cluster examples/h200-256-ndr400.yaml --model llama3-70b --tokens 2T \
+		--html $(REPORTS)/plan-llama3-70b-h200-256.html
+	@echo "Open $(CURDIR)/$(REPORTS)/plan-llama3-70b-h200-256.html in a browser: the plan with its plots (no network needed)."
 	@echo
 	@echo "### The seed's case study: the same 256 H200 behind one 100 GbE port per node"
 	$(BIN)/gpucluster plan train --cluster examples/h200-256-100gbe.yaml --model llama3-70b --tokens 2T --top 3
@@ -32,8 +36,18 @@ demo: $(STAMP)
 		$(BIN)/gpucluster validate $(SHARED)/validation/collective-public.yaml $(SHARED)/validation/training-public.yaml; \
 	fi
 
-test: $(STAMP)
+test: $(STAMP) browser
 	$(BIN)/python -m pytest
+
+# Headless Chromium for the browser tests of the HTML reports, from Debian's packages; skipped
+# when present, and when not root (the browser tests then skip and say why).
+browser:
+	@if command -v chromium >/dev/null && command -v chromedriver >/dev/null; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		echo "installing chromium and chromium-driver (Debian) for the browser tests"; \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver \
+			>/dev/null) || echo "could not install chromium: the browser tests will skip"; \
+	else echo "chromium/chromedriver missing (apt-get install chromium chromium-driver): browser tests will skip"; fi
 
 bench: $(STAMP)
 	$(BIN)/pip install -q -e '.[test,bench]'
@@ -45,4 +59,4 @@ bench: $(STAMP)
 	-$(BIN)/python benchmarks/cli_startup.py
 
 clean:
-	rm -rf $(VENV) build src/*.egg-info
+	rm -rf $(VENV) build src/*.egg-info $(REPORTS)
