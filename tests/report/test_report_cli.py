@@ -39,3 +39,43 @@ def test_html_into_a_missing_folder_is_one_line_error(tmp_path):
     proc = run("plan", "train", "--gpu", "H100:8", "--model", "llama2-7b", "--html", str(tmp_path / "no/r.html"))
     assert proc.returncode == 2
     assert len(proc.stderr.strip().splitlines()) == 1 and "--html" in proc.stderr and "does not exist" in proc.stderr
+
+
+SCENARIO = """name: tiny-shared-pool
+cluster: {cluster}
+horizon_days: 4
+seed: 3
+policy: fifo
+workloads:
+  - kind: training
+    name: team
+    arrivals: {{per_day: 6}}
+    gpus: {{dist: choice, values: [1, 4, 8, 16]}}
+    duration_hours: {{dist: lognormal, median: 3, sigma: 1.0, max: 48}}
+"""
+
+
+def tiny_scenario(folder: Path) -> Path:
+    path = folder / "tiny.yaml"
+    path.write_text(SCENARIO.format(cluster=ROOT / "examples/h100-64-ib.yaml"))
+    return path
+
+
+def test_ops_commands_write_reports(tmp_path):
+    cases = {
+        "cost": (["cost", "examples/seed-figures/tco-512-h200.yaml"], ["build-vs-rent"]),
+        "reliability": (["reliability", "examples/h200-256-ndr400.yaml", "--interval", "30m"],
+                        ["mtbf", "goodput-vs-interval", "checkpoint-timeline"]),
+        "check": (["check", "examples/h200-256-100gbe.yaml", "--job", "examples/jobs/bad-train.sbatch"], []),
+        "compare": (["simulate", "compare", str(tiny_scenario(tmp_path)), "--policies", "fifo,sjf"],
+                    ["utilization", "jct"]),
+        "simulate": (["simulate", str(tiny_scenario(tmp_path))], ["utilization", "jct"]),
+    }
+    for name, (args, figures) in cases.items():
+        out = tmp_path / f"{name}.html"
+        proc = run(*args, "--html", str(out))
+        assert proc.returncode in (0, 1), proc.stderr
+        page = out.read_text()
+        for fig in figures:
+            assert f'data-figure="{fig}"' in page, (name, fig)
+        assert page.count('class="plot"') == len(figures), name

@@ -38,6 +38,19 @@ def styled(fig: Any, x_title: str, y_title: str, **layout: Any) -> Any:
     return fig
 
 
+def log_axis(fig: Any, values: Sequence[float], axis: str = "x", fmt: str = "{:g}") -> None:
+    """A log axis labelled at 1-2-5 steps (whole decades over a wide range), not at every minor tick."""
+    vals = [v for v in values if v and v > 0 and math.isfinite(v)]
+    kw: dict[str, Any] = {"type": "log"}
+    if vals:
+        lo, hi = math.floor(math.log10(min(vals))), math.ceil(math.log10(max(vals)))
+        steps = (1,) if hi - lo > 3 else (1, 2, 5)
+        ticks = [m * 10.0**e for e in range(lo, hi + 1) for m in steps if min(vals) / 1.5 <= m * 10.0**e <= max(vals) * 1.5]
+        if len(ticks) >= 2:
+            kw |= {"tickvals": ticks, "ticktext": [fmt.format(t) for t in ticks]}
+    (fig.update_xaxes if axis == "x" else fig.update_yaxes)(**kw)
+
+
 def pct(x: float) -> str:
     return f"{100 * x:.0f}%"
 

@@ -1,0 +1,211 @@
+"""HTML reports of cost, reliability, simulate (and compare), check and comm."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpucluster.report.html import Report, Table, write_report
+from gpucluster.units import format_duration
+
+
+def _usd(x: float | None) -> str:
+    return "-" if x is None else f"${x / 1e6:,.2f}M" if abs(x) >= 1e6 else f"${x:,.0f}"
+
+
+# -- cost ---------------------------------------------------------------------------------
+
+def cost_report(plan: Any, out: dict[str, Any]) -> Report:
+    from gpucluster.model.cost import cumulative
+    from gpucluster.report.figures_ops import build_vs_rent
+
+    b = plan.build
+    years = out["years"]
+    be = {r["option"]: r["break_even_months"] for r in out["rent"]}
+    finite = [m for m in be.values() if m is not None]
+    months = int(min(120, max(12 * years, 1.25 * max(finite, default=0))))
+    rows = {r.name: cumulative(b.capex_usd, b.opex_usd_per_year, r.usd_per_year(b.gpus), months) for r in plan.rent}
+    first = next(iter(rows.values()))
+    fig = build_vs_rent([m for m, _, _ in first], [bv for _, bv, _ in first],
+                        {name: [rv for _, _, rv in r] for name, r in rows.items()}, be)
+    facts = [("cluster", f"{out['cluster']} ({b.gpus:,} GPUs, {out['it_kw']:,.0f} kW IT)"),
+             ("capital", _usd(b.capex_usd)), ("operating per year", _usd(b.opex_usd_per_year)),
+             (f"{years:g}-year TCO, build", _usd(out["tco_usd"])),
+             ("build, per GPU-hour used", f"${out['build_usd_per_gpu_hour_used']:.2f} at {out['utilization']:.0%} use")]
+    for r in out["rent"]:
+        facts.append((f"rent {r['option']}, {years:g} years",
+                      f"{_usd(r['tco_usd'])} (${r['usd_per_gpu_hour']:.2f}/GPU-h); break-even "
+                      + ("never" if r["break_even_months"] is None else f"month {r['break_even_months']:.0f}")))
+    items = [[i.category, i.name, i.quantity, i.unit_usd, i.total_usd, i.origin] for i in b.capex] + \
+            [[f"{i.category} (per year)", i.name, i.quantity, i.unit_usd, i.total_usd, i.origin] for i in b.opex_per_year]
+    table = Table("Bill of materials and running costs", ["category", "item", "quantity", "unit $", "total $",
+                                                          "price from"], items)
+    concl = []
+    od = next((r for r in out["rent"] if r["option"] == "on-demand"), out["rent"][0])
+    m = od["break_even_months"]
+    concl.append(f"Owning pays off against {od['option']} rental after {m:.0f} months" if m is not None
+                 else f"Renting {od['option']} stays cheaper than owning at {out['utilization']:.0%} utilization")
+    if "training_run" in out:
+        tr = out["training_run"]
+        concl.append(f"One {tr['model']} run: rent {_usd(tr['rent_usd'])}, on the built cluster {_usd(tr['build_usd'])}")
+    return Report(title=f"Build or rent: {out['cluster']}", subtitle=f"{years:g}-year view at "
+                  f"{out['utilization']:.0%} utilization", facts=facts, conclusions=concl, figures=[fig],
+                  tables=[table], notes=list(out["assumptions"]))
+
+
+def write_cost_report(plan: Any, out: dict[str, Any], path: str) -> None:
+    write_report(cost_report(plan, out), path)
+
+
+# -- reliability --------------------------------------------------------------------------
+
+def reliability_report(fm: Any, out: dict[str, Any], plan: Any) -> Report:
+    from gpucluster.report.figures_ops import checkpoint_timeline, goodput_vs_interval, mtbf_by_size
+
+    figures = [mtbf_by_size([(r["gpus"], r["mtbf_h"]) for r in out["mtbf_by_gpus"]], fm.profile,
+                            [(c["nodes"] * 8, c["seed_mtbf_h"]) for c in out["seed_claims"]])]
+    facts = [("failure profile", f"{fm.profile}: {fm.description}")]
+    tables = [Table("Time between job interruptions by job size", ["GPUs", "nodes", "MTBF"],
+                    [[r["gpus"], r["nodes"], format_duration(r["mtbf_h"] * 3600)] for r in out["mtbf_by_gpus"]])]
+    concl, notes = [], []
+    if plan is not None:
+        j = out["job"]
+        best = plan.best
+        mtbf = plan.mtbf_s
+        facts += [("job", f"{j['model']} on {j['gpus']:,} GPUs ({j['nodes']} nodes) of {j['cluster']}"),
+                  ("interruptions", f"{j['interruptions_per_day']:.2f} a day, one every {format_duration(mtbf)}"),
+                  ("checkpoint", f"{j['checkpoint_bytes'] / 1e12:.2f} TB"),
+                  ("best", f"{best.option.name} every {format_duration(best.optimal.interval_s)}"),
+                  ("goodput", f"{best.optimal.goodput:.2%}")]
+        tiers = [{"name": o.option.name, "write_s": o.option.delta_s,
+                  "restart_s": plan.restart_overhead_s + o.option.read_s + o.option.copy_s,
+                  "optimal_s": o.optimal.interval_s, "goodput": o.optimal.goodput} for o in plan.options]
+        given = next((o.given.interval_s for o in plan.options if o.given is not None), None)
+        figures.append(goodput_vs_interval(tiers, mtbf, given))
+        shown = best.chosen
+        figures.append(checkpoint_timeline(mtbf_s=mtbf, interval_s=shown.interval_s, write_s=best.option.delta_s,
+                                           restart_s=plan.restart_overhead_s + best.option.read_s,
+                                           goodput=shown.goodput, tier=best.option.name))
+        tables.append(Table("Checkpoint tiers", ["tier", "write", "read", "Young", "Daly", "lost per failure",
+                                                 "goodput"],
+                            [[r["tier"], format_duration(r["write_s"]), format_duration(r["read_s"]),
+                              format_duration(r["young_s"]), format_duration(r["daly_s"]),
+                              format_duration(r["lost_work_per_failure_s"]), f"{r['goodput']:.2%}"]
+                             for r in j["options"]]))
+        concl.append(f"Checkpoint to {best.option.name} every {format_duration(best.optimal.interval_s)}: goodput "
+                     f"{best.optimal.goodput:.2%}; keep {j['spares']['spare_nodes']} spare node(s)")
+        notes = list(j["assumptions"])
+    title = f"Failures and checkpoints: {out['job']['cluster']}" if plan is not None else \
+        f"Failures by job size: profile {fm.profile}"
+    return Report(title=title, facts=facts, conclusions=concl, figures=figures, tables=tables, notes=notes)
+
+
+def write_reliability_report(fm: Any, out: dict[str, Any], plan: Any, path: str) -> None:
+    write_report(reliability_report(fm, out, plan), path)
+
+
+# -- simulate -----------------------------------------------------------------------------
+
+def completion_times(jobs: list) -> list[float]:
+    from gpucluster.sim.jobs import COMPLETED
+    return [j.end - j.submit for j in jobs if j.state == COMPLETED and j.kind != "replica"]
+
+
+def simulate_report(summaries: dict[str, dict[str, Any]], jcts: dict[str, list[float]]) -> Report:
+    """One run (one policy) or several policies on the same scenario."""
+    from gpucluster.report.figures_ops import jct_distribution, sim_utilization
+
+    first = next(iter(summaries.values()))
+    figures = [sim_utilization({p: s.get("timeseries") or {} for p, s in summaries.items()})]
+    if any(jcts.values()):
+        figures.append(jct_distribution(jcts))
+    cols = ["policy", "allocation", "busy", "goodput", "jobs completed", "failed", "pending", "makespan", "cost"]
+    rows = []
+    for p, s in summaries.items():
+        u, j = s["utilization"], s["jobs"]
+        rows.append([p + (" (partial)" if s["partial"] else ""), _pct(u["allocation"]), _pct(u["busy"]),
+                     _pct(s["goodput"]), j["completed"], j["failed"], j["pending"],
+                     "-" if s["makespan_s"] is None else format_duration(s["makespan_s"]),
+                     _usd(s["cost"].get("total_usd"))])
+    classes = []
+    for p, s in summaries.items():
+        for name, c in s["classes"].items():
+            classes.append([p, name, c["jobs"], c["completed"], _dur(c["wait_s"]["p50"]), _dur(c["wait_s"]["p99"]),
+                            _dur(c["jct_s"]["p50"]), _dur(c["jct_s"]["p99"])])
+    tables = [Table("Policies" if len(summaries) > 1 else "Summary", cols, rows),
+              Table("Job classes", ["policy", "class", "jobs", "completed", "wait p50", "wait p99", "JCT p50",
+                                    "JCT p99"], classes)]
+    cl = first["cluster"]
+    facts = [("scenario", first["scenario"]), ("cluster", f"{cl['gpus']:,} GPUs on {cl['nodes']:,} nodes"),
+             ("simulated", f"{first['simulated_days']:.1f} days"), ("seed", str(first["seed"]))]
+    if len(summaries) == 1:
+        u = first["utilization"]
+        facts += [("policy", first["policy"]), ("allocation", _pct(u["allocation"])), ("busy", _pct(u["busy"])),
+                  ("goodput", _pct(first["goodput"]))]
+        if first.get("failures"):
+            f = first["failures"]
+            facts.append(("failures", f"{f['count']:,} ({f['jobs_interrupted']:,} job interruptions)"))
+    best = max(summaries, key=lambda p: summaries[p]["utilization"]["allocation"] or 0)
+    concl = [f"{best} allocates the most GPU time ({_pct(summaries[best]['utilization']['allocation'])})"
+             if len(summaries) > 1 else
+             f"{first['policy']}: {_pct(first['utilization']['allocation'])} of GPU time allocated, "
+             f"{_pct(first['goodput'])} of it useful"]
+    med = {p: sorted(v)[len(v) // 2] for p, v in jcts.items() if v}
+    if len(med) > 1:
+        fast = min(med, key=med.get)
+        concl.append(f"{fast} completes the median job soonest ({format_duration(med[fast])}); "
+                     + ", ".join(f"{p} {format_duration(m)}" for p, m in med.items() if p != fast))
+    if any(s["partial"] for s in summaries.values()):
+        concl.append("The run was stopped early (Ctrl-C): the numbers cover the simulated part only")
+    notes = [n for s in summaries.values() for n in s.get("notes", [])][:20]
+    title = f"Simulation: {first['scenario']}" + (" (policies compared)" if len(summaries) > 1 else "")
+    return Report(title=title, facts=facts, conclusions=concl, figures=figures, tables=tables,
+                  notes=list(dict.fromkeys(notes)))
+
+
+def write_simulate_report(summaries: dict[str, dict[str, Any]], jcts: dict[str, list[float]], path: str) -> None:
+    write_report(simulate_report(summaries, jcts), path)
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:.1f}%"
+
+
+def _dur(x: float | None) -> str:
+    return "-" if x is None else format_duration(x)
+
+
+# -- check and comm -----------------------------------------------------------------------
+
+def check_report(data: dict[str, Any]) -> Report:
+    counts = data["counts"]
+    rows = [[f["severity"], f["rule"], f["where"] or "", f["title"],
+             ", ".join(f"{k} {v}" for k, v in f["evidence"].items()), f["fix"]] for f in data["findings"]]
+    verdict = "clean" if not rows else ", ".join(f"{n} {s}" for s, n in counts.items())
+    return Report(title=f"Cluster check: {data['cluster']}", subtitle=f"jobs: {', '.join(data['jobs']) or 'none'}; "
+                  f"model {data['model']}", facts=[(s, str(n)) for s, n in counts.items()] +
+                  [("exit code", f"{data['exit_code']} (--fail-on {data['fail_on']})")],
+                  conclusions=[f"Findings: {verdict}"],
+                  tables=[Table("Findings", ["severity", "rule", "where", "finding", "evidence", "fix"], rows)])
+
+
+def write_check_report(data: dict[str, Any], path: str) -> None:
+    write_report(check_report(data), path)
+
+
+def comm_report(data: dict[str, Any], measured: list[tuple[float, float]] | None = None) -> Report:
+    from gpucluster.report.figures_ops import bandwidth_curves
+
+    rows = data["rows"]
+    fig = bandwidth_curves(data["op"], [(r["size_bytes"], r["busbw_gbps"]) for r in rows], measured,
+                           where=f"on {data['gpus']} GPUs")
+    table = Table("Expected nccl-tests table", ["size (B)", "time (us)", "algbw (GB/s)", "busbw (GB/s)", "algorithm",
+                                                "limited by"],
+                  [[r["size_bytes"], round(r["time_us"], 2), round(r["algbw_gbps"], 2), round(r["busbw_gbps"], 2),
+                    r["algorithm"], r["bottleneck"]] for r in rows])
+    return Report(title=f"Expected {data['op']} on {data['gpus']} GPUs", subtitle=str(data["placement"]),
+                  facts=[("average bus bandwidth", f"{data['avg_busbw_gbps']:.1f} GB/s")], figures=[fig],
+                  tables=[table])
+
+
+def write_comm_report(data: dict[str, Any], path: str, measured: list[tuple[float, float]] | None = None) -> None:
+    write_report(comm_report(data, measured), path)
