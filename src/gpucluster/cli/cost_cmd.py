@@ -39,6 +39,7 @@ def cost(
     serve_tokens_per_s: Annotated[Optional[float], typer.Option(help="Serving throughput, tokens/s, for $ per million tokens")] = None,
     serve_gpus: Annotated[Optional[int], typer.Option(help="GPUs that serve --serve-tokens-per-s (default: one node)")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
+    html: Annotated[Optional[str], typer.Option(help="Also write a self-contained HTML report with plots")] = None,
 ) -> None:
     """What the cluster costs to build and run, against renting it; break-even month and TCO."""
     from gpucluster.errors import UserError
@@ -81,8 +82,11 @@ def cost(
                           "build_usd_per_million_tokens": usd_per_million_tokens(own_rate, gpus, serve_tokens_per_s)}
     if json_out:
         print_json(out)
-        return
-    _render(plan, out)
+    else:
+        _render(plan, out)
+    if html:
+        from gpucluster.report.ops_report import write_cost_report
+        write_cost_report(plan, out, html)
 
 
 def _q(x: float) -> str:
