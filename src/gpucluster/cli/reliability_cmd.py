@@ -20,6 +20,7 @@ def reliability(
     interval: Annotated[Optional[str], typer.Option(help="Your checkpoint interval, e.g. 30m, to compare")] = None,
     gpus: Annotated[Optional[list[int]], typer.Option(help="GPU counts for the MTBF table")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
+    html: Annotated[Optional[str], typer.Option(help="Also write a self-contained HTML report with plots")] = None,
 ) -> None:
     """How often a job fails at its size, how often to checkpoint, and what failures cost."""
     from gpucluster.errors import UserError
@@ -53,8 +54,11 @@ def reliability(
         out["job"] = _job(plan)
     if json_out:
         print_json(out)
-        return
-    _render(fm, out, plan)
+    else:
+        _render(fm, out, plan)
+    if html:
+        from gpucluster.report.ops_report import write_reliability_report
+        write_reliability_report(fm, out, plan, html)
 
 
 def _job(plan) -> dict[str, Any]:
