@@ -28,6 +28,7 @@ def check(
     fail_on: Annotated[str, typer.Option(help="Exit 1 when a finding is at least: error, warning or info")] = "error",
     list_rules: Annotated[bool, typer.Option("--list-rules", help="List the rules and exit")] = False,
     json_out: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
+    html: Annotated[Optional[str], typer.Option(help="Also write a self-contained HTML report with plots")] = None,
 ) -> None:
     """Find what is wrong with a cluster spec and its job files, with the numbers and the fix."""
     from gpucluster.check.engine import build_context, exit_code, run_checks
@@ -65,12 +66,16 @@ def check(
     findings = run_checks(ctx, rule)
     code = exit_code(findings, fail_on)  # type: ignore[arg-type]
     counts = {s: sum(f.severity == s for f in findings) for s in SEVERITIES}
+    data = {"schema": "gpucluster-check/v1", "cluster": ctx.spec.name, "jobs": [j.path for j in ctx.jobs],
+            "model": ctx.model_note, "job_nodes": ctx.job_nodes, "findings": [f.to_json() for f in findings],
+            "counts": counts, "fail_on": fail_on, "exit_code": code}
     if json_out:
-        print_json({"schema": "gpucluster-check/v1", "cluster": ctx.spec.name, "jobs": [j.path for j in ctx.jobs],
-                    "model": ctx.model_note, "job_nodes": ctx.job_nodes, "findings": [f.to_json() for f in findings],
-                    "counts": counts, "fail_on": fail_on, "exit_code": code})
+        print_json(data)
     else:
         _render(ctx, findings, counts, fail_on, code)
+    if html:
+        from gpucluster.report.ops_report import write_check_report
+        write_check_report(data, html)
     raise typer.Exit(code)
 
 
