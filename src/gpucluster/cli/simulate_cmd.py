@@ -35,6 +35,7 @@ def run(
     seed: Seed = None,
     json_out: JsonOut = False,
     events: Annotated[Optional[str], typer.Option(help="Write every event as JSON lines to this file")] = None,
+    html: Annotated[Optional[str], typer.Option(help="Also write a self-contained HTML report with plots")] = None,
 ) -> None:
     """Run one scenario and print utilisation, queueing, completion, failures and cost."""
     from gpucluster.cli.render import print_json
@@ -42,11 +43,15 @@ def run(
     from gpucluster.specs.scenario import load_scenario
 
     loaded = load_scenario(scenario)
-    summary = _run(loaded, policy, seed, events, f"{loaded.spec.name}")
+    jobs: dict[str, list] = {}
+    summary = _run(loaded, policy, seed, events, f"{loaded.spec.name}", jobs)
     if json_out:
         print_json(summary)
     else:
         render_summary(summary)
+    if html:
+        from gpucluster.report.ops_report import completion_times, write_simulate_report
+        write_simulate_report({summary["policy"]: summary}, {p: completion_times(js) for p, js in jobs.items()}, html)
 
 
 @simulate_app.command("compare")
@@ -55,6 +60,7 @@ def compare(
     policies: Annotated[str, typer.Option(help="Comma-separated policies, e.g. fifo,backfill,sjf")],
     seed: Seed = None,
     json_out: JsonOut = False,
+    html: Annotated[Optional[str], typer.Option(help="Also write a self-contained HTML report with plots")] = None,
 ) -> None:
     """Run the same scenario (same jobs, same failures) under several policies, side by side."""
     from gpucluster.cli.render import print_json
@@ -70,8 +76,9 @@ def compare(
     names = [registry.canonical(n, field="--policies") for n in names]
     loaded = load_scenario(scenario)
     results: dict[str, Any] = {}
+    jobs: dict[str, list] = {}
     for name in dict.fromkeys(names):
-        results[name] = _run(loaded, name, seed, None, f"{loaded.spec.name} [{name}]")
+        results[name] = _run(loaded, name, seed, None, f"{loaded.spec.name} [{name}]", jobs)
         if results[name]["partial"]:
             break
     if json_out:
@@ -79,6 +86,9 @@ def compare(
                     "partial": any(r["partial"] for r in results.values()), "policies": results})
     else:
         render_compare(results)
+    if html:
+        from gpucluster.report.ops_report import completion_times, write_simulate_report
+        write_simulate_report(results, {p: completion_times(js) for p, js in jobs.items()}, html)
 
 
 @simulate_app.command("policies")
@@ -97,7 +107,8 @@ def list_policies(json_out: JsonOut = False) -> None:
             console.print(f"{'':14}option {opt}: {doc}")
 
 
-def _run(loaded, policy: str | None, seed: int | None, events: str | None, label: str) -> dict[str, Any]:
+def _run(loaded, policy: str | None, seed: int | None, events: str | None, label: str,
+         jobs: dict[str, list] | None = None) -> dict[str, Any]:
     """One run with a progress bar (after a second) and Ctrl-C that stops cleanly (results marked partial)."""
     import signal
     import time
@@ -155,4 +166,6 @@ def _run(loaded, policy: str | None, seed: int | None, events: str | None, label
             progress["bar"].stop()
         if log_file is not None:
             log_file.close()
+    if jobs is not None:
+        jobs[result.summary["policy"]] = result.jobs
     return result.summary
