@@ -31,6 +31,8 @@ app.command("facility")(__import__("gpucluster.cli.facility_cmd", fromlist=["x"]
 app.command("check")(__import__("gpucluster.cli.check_cmd", fromlist=["x"]).check)
 app.command("advise")(__import__("gpucluster.cli.advise_cmd", fromlist=["x"]).advise)
 app.add_typer(__import__("gpucluster.cli.generate_cmd", fromlist=["x"]).generate_app, name="generate")
+app.add_typer(__import__("gpucluster.cli.bench_cmd", fromlist=["x"]).bench_app, name="bench")
+app.command("diagnose")(__import__("gpucluster.cli.diagnose_cmd", fromlist=["x"]).diagnose)
 
 
 def main() -> None:

@@ -70,34 +70,7 @@ def comm(
         print_json({"schema": "gpucluster-comm/v1", "op": op, "gpus": n, "placement": placed.describe(),
                     "algorithm": algo, "rows": rows, "avg_busbw_gbps": avg})
         return
-    _print_nccl_table(op, placed, rows, avg)
+    from gpucluster.cli.nccl_table import algorithm_changes, print_nccl_table
 
-
-def _print_nccl_table(op: str, placed, rows: list[dict], avg: float) -> None:
-    """The layout of nccl-tests' *_perf output, so that it can be diffed with a real run."""
-    out = print  # plain print: rich would wrap the fixed-width table on narrow terminals
-    out(f"# gpucluster comm: expected {op}_perf on a healthy cluster (model, not a measurement)")
-    for line in placed.describe_lines():
-        out(f"#  {line}")
-    out("#")
-    out("#                                                              out-of-place                       in-place")
-    out("#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong")
-    out("#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)")
-    for r in rows:
-        half = f"{_t(r['time_us']):>8} {r['algbw_gbps']:7.2f} {r['busbw_gbps']:7.2f} {r['wrong']:6d}"
-        out(f"{r['size_bytes']:>12} {r['count']:>13} {r['type']:>9} {r['redop']:>7} {r['root']:>7} {half} {half}")
-    out("# Out of bounds values : 0 OK")
-    out(f"# Avg bus bandwidth    : {avg:.4g} ")
-    out("#")
-    changes = []
-    for r in rows:
-        key = (r["algorithm"], r["bottleneck"])
-        if not changes or changes[-1][1] != key:
-            changes.append((r["size_bytes"], key))
-    from gpucluster.units import format_bytes
-    for size, (algorithm, neck) in changes:
-        out(f"# from {format_bytes(size):>8}: algorithm {algorithm}, limited by {neck}")
-
-
-def _t(us: float) -> str:
-    return f"{us:.2f}" if us < 1e4 else f"{us:.1f}" if us < 1e6 else f"{us:.0f}"
+    print_nccl_table([f"gpucluster comm: expected {op}_perf on a healthy cluster (model, not a measurement)",
+                      *placed.describe_lines()], rows, avg, algorithm_changes(rows))

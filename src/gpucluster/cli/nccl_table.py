@@ -1,0 +1,41 @@
+"""The layout of nccl-tests' *_perf output, shared by `comm` (expected) and `bench collective`
+(measured), so that either can be diffed with a real nccl-tests run."""
+
+from __future__ import annotations
+
+
+def print_nccl_table(header: list[str], rows: list[dict], avg: float, footer: list[str] = ()) -> None:
+    out = print  # plain print: rich would wrap the fixed-width table on narrow terminals
+    out(f"# {header[0]}")
+    for line in header[1:]:
+        out(f"#  {line}")
+    out("#")
+    out("#                                                              out-of-place                       in-place")
+    out("#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong")
+    out("#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)")
+    for r in rows:
+        half = f"{_t(r['time_us']):>8} {r['algbw_gbps']:7.2f} {r['busbw_gbps']:7.2f} {r['wrong']:6d}"
+        out(f"{r['size_bytes']:>12} {r['count']:>13} {r['type']:>9} {r['redop']:>7} {r['root']:>7} {half} {half}")
+    bad = sum(1 for r in rows if r["wrong"])
+    out(f"# Out of bounds values : {bad} {'OK' if not bad else 'FAILED'}")
+    out(f"# Avg bus bandwidth    : {avg:.4g} ")
+    out("#")
+    for line in footer:
+        out(f"# {line}")
+
+
+def algorithm_changes(rows: list[dict]) -> list[str]:
+    """'from SIZE: algorithm X, limited by Y' wherever the model's choice changes."""
+    from gpucluster.units import format_bytes
+
+    changes = []
+    for r in rows:
+        key = (r["algorithm"], r["bottleneck"])
+        if not changes or changes[-1][1] != key:
+            changes.append((r["size_bytes"], key))
+    return [f"from {format_bytes(size):>8}: algorithm {algorithm}, limited by {neck}"
+            for size, (algorithm, neck) in changes]
+
+
+def _t(us: float) -> str:
+    return f"{us:.2f}" if us < 1e4 else f"{us:.1f}" if us < 1e6 else f"{us:.0f}"

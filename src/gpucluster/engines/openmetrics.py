@@ -1,0 +1,92 @@
+"""OpenMetrics / Prometheus text exposition (node-exporter textfile collector format), metric names
+in base units (`_bytes`, `_seconds`, `_bytes_per_second`, ratios 0..1, counters `_total`)."""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import tempfile
+from dataclasses import dataclass, field
+
+_NAME = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]*$")
+_LABEL = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
+
+
+@dataclass
+class Family:
+    name: str
+    kind: str              # gauge, counter
+    help: str
+    unit: str = ""
+    samples: list[tuple[dict[str, str], float]] = field(default_factory=list)
+
+    def add(self, value: float, **labels) -> Family:
+        for k in labels:
+            if not _LABEL.match(k):
+                raise ValueError(f"bad label name {k!r}")
+        self.samples.append(({k: str(v) for k, v in labels.items()}, float(value)))
+        return self
+
+
+def _escape(v: str) -> str:
+    return v.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+
+
+def _value(x: float) -> str:
+    if math.isnan(x):
+        return "NaN"
+    if math.isinf(x):
+        return "+Inf" if x > 0 else "-Inf"
+    return repr(float(x)) if not float(x).is_integer() else str(int(x)) if abs(x) < 1e15 else repr(float(x))
+
+
+def render(families: list[Family], openmetrics: bool = False) -> str:
+    """Text format; with openmetrics=True the OpenMetrics flavour (`# UNIT`, `# EOF`)."""
+    out = []
+    for f in families:
+        if not _NAME.match(f.name):
+            raise ValueError(f"bad metric name {f.name!r}")
+        if f.kind == "counter" and not f.name.endswith("_total"):
+            raise ValueError(f"counter {f.name!r} must end in _total")
+        # OpenMetrics names the family without _total; the Prometheus text format with it.
+        family = f.name[: -len("_total")] if openmetrics and f.kind == "counter" else f.name
+        out.append(f"# HELP {family} {_escape(f.help)}")
+        out.append(f"# TYPE {family} {f.kind}")
+        if openmetrics and f.unit:
+            out.append(f"# UNIT {family} {f.unit}")
+        sample_name = f.name
+        for labels, value in f.samples:
+            lab = ",".join(f'{k}="{_escape(v)}"' for k, v in labels.items())
+            out.append(f"{sample_name}{{{lab}}} {_value(value)}" if lab else f"{sample_name} {_value(value)}")
+    if openmetrics:
+        out.append("# EOF")
+    return "\n".join(out) + "\n"
+
+
+def write_textfile(path: str, families: list[Family]) -> None:
+    """Atomically, as node-exporter's textfile collector wants (write a temp file, rename)."""
+    d = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(dir=d, prefix=".gpucluster-", suffix=".prom")
+    with os.fdopen(fd, "w") as f:
+        f.write(render(families))
+    os.replace(tmp, path)
+
+
+def collective_families(result: dict) -> list[Family]:
+    """A `bench collective` result as gauges per op and size."""
+    common = {"op": result["op"], "backend": result.get("backend", ""), "ranks": str(result["world_size"]),
+              "nodes": str(result.get("nodes", 1))}
+    busbw = Family("gpucluster_collective_busbw_bytes_per_second", "gauge",
+                   "Collective bus bandwidth (nccl-tests busbw), bytes per second", "bytes_per_second")
+    algbw = Family("gpucluster_collective_algbw_bytes_per_second", "gauge",
+                   "Collective algorithm bandwidth (size / time), bytes per second", "bytes_per_second")
+    time_s = Family("gpucluster_collective_time_seconds", "gauge", "Time of one collective", "seconds")
+    wrong = Family("gpucluster_collective_wrong_values", "gauge", "Values that differed from the expected result")
+    for r in result["rows"]:
+        lab = {**common, "size_bytes": str(r["size_bytes"])}
+        busbw.add(r["busbw_gbps"] * 1e9, **lab)
+        algbw.add(r["algbw_gbps"] * 1e9, **lab)
+        time_s.add(r["time_us"] * 1e-6, **lab)
+        wrong.add(r["wrong"], **lab)
+    return [busbw, algbw, time_s, wrong]
