@@ -27,8 +27,10 @@ def cluster(*pools: dict[str, Any], nodes_per_leaf: int | None = None) -> dict[s
 
 
 def scenario(workloads: list[dict], *, pools: list[dict] | None = None, **kw: Any) -> LoadedScenario:
-    data = {"name": "t", "cluster": cluster(*(pools or [pool("a", "H100", 4)]), nodes_per_leaf=kw.pop("npl", None)),
-            "workloads": workloads, **kw}
+    npl = kw.pop("npl", None)
+    data = {"name": "t", "workloads": workloads, **kw}
+    if "nodes_csv" not in kw:
+        data["cluster"] = cluster(*(pools or [pool("a", "H100", 4)]), nodes_per_leaf=npl)
     spec = parse_data(Scenario, data, "<test>")
     return LoadedScenario(spec, spec.cluster, DATA, "<test>", {})
 

@@ -46,46 +46,43 @@ def test_streams_are_seeded_and_independent():
 
 
 def brute(done, work, speed, tau, delta, restart, elapsed):
-    """Step through the segment in small increments: (saved, useful, ckpt, restart, lost)."""
-    t, pos, saved, ck, useful_at_saved = 0.0, done, done, 0.0, 0.0
-    dt = 1e-3
+    """Walk the segment phase by phase (restart, work to the next checkpoint, write it, ...):
+    returns (saved, checkpoint seconds, restart seconds)."""
     r = min(elapsed, restart)
-    t = r
+    t, pos, saved, ck = r, done, done, 0.0
     next_ck = (math.floor(done / tau + 1e-12) + 1) * tau if tau > 0 else math.inf
-    writing = 0.0
-    while t < elapsed - 1e-12 and pos < work:
-        step = min(dt, elapsed - t)
-        if writing > 0:
-            w = min(step, writing)
-            writing -= w
-            ck += w
-            if writing <= 1e-12:
-                saved = pos
-                useful_at_saved = (saved - done) / speed
-        else:
-            pos = min(pos + step * speed, min(work, next_ck))
-            if pos >= next_ck - 1e-12 and next_ck < work:
-                writing = delta
-                next_ck += tau
-                if delta == 0:
-                    saved = pos
-                    useful_at_saved = (saved - done) / speed
-        t += step
-    return saved, useful_at_saved, ck, r
+    while t < elapsed and pos < work:
+        target = min(next_ck, work)
+        need = (target - pos) / speed
+        if t + need > elapsed:
+            break
+        t, pos = t + need, target
+        if target >= work:
+            break
+        w = min(delta, elapsed - t)
+        ck, t = ck + w, t + w
+        if w >= delta:
+            saved = pos
+        next_ck += tau
+    return saved, ck, r
+
+
+# write and restart times: zero or at least a millisecond (below that the clock's float resolution decides)
+SECONDS = st.one_of(st.just(0.0), st.floats(1e-3, 1))
 
 
 @settings(max_examples=60, deadline=None)
 @given(st.floats(0, 5), st.floats(5.1, 20), st.sampled_from([0.5, 1.0, 2.0]), st.floats(0.5, 4),
-       st.floats(0, 1), st.floats(0, 1), st.floats(0, 25))
+       SECONDS, SECONDS, st.floats(0, 25))
 def test_saved_at_matches_stepping(done, work, speed, tau, delta, restart, elapsed):
     wall = segment_wall(done, work, speed, tau, delta, restart)
     elapsed = min(elapsed, wall)
     sp = saved_at(done, work, speed, tau, delta, restart, elapsed)
     assert math.isclose(sp.useful_s + sp.ckpt_s + sp.restart_s + sp.lost_s, elapsed, abs_tol=1e-9)
-    b_saved, _, b_ck, b_r = brute(done, work, speed, tau, delta, restart, elapsed)
-    assert abs(sp.saved - b_saved) < 0.02 * max(1.0, speed)
-    assert abs(sp.ckpt_s - b_ck) < 0.02
-    assert sp.restart_s == b_r
+    # at a phase boundary (to float precision) either side is right: accept a match just before or after
+    near = [brute(done, work, speed, tau, delta, restart, e) for e in (elapsed, elapsed - 1e-9, elapsed + 1e-9)]
+    assert any(abs(sp.saved - b[0]) < 1e-6 and abs(sp.ckpt_s - b[1]) < 1e-6 for b in near), (sp, near)
+    assert sp.restart_s == near[0][2]
 
 
 def test_checkpoint_counts():

@@ -125,6 +125,11 @@ class Simulation:
         cap = 0
         for t in self._types_of(job):
             nodes = st.node_type == st.type_index[t]
+            if job.cpu_milli or job.mem_mib:  # only nodes big enough for its CPU and memory
+                nodes = nodes & ((st.cpu_cap == 0) | (st.cpu_cap >= job.cpu_milli)) & (
+                    (st.mem_cap == 0) | (st.mem_cap >= job.mem_mib))
+                if job.gpus > 1 or job.milli >= 1000:
+                    nodes = nodes & (st.node_gpus >= job.gpus)   # CPU and memory come from one node
             per_node = int(st.node_gpus[nodes].max()) if nodes.any() else 0
             if job.milli < 1000:
                 cap = max(cap, 1 if per_node else 0)
@@ -349,6 +354,9 @@ class Simulation:
         stopped = k.run(until=end, on_progress=on_progress)
         k.stop_requested = False
         self.partial = stopped and not self._finished_cleanly
+        if self.cfg.horizon_s is None and not stopped:
+            for job in self.queue:   # nothing left could free or add what they need
+                job.reason = job.reason or "never started: no node can hold it under this policy"
         self.end_time = k.now
         self.state.advance(k.now)
         self._account_running()

@@ -18,7 +18,7 @@ from typing import ClassVar
 from gpucluster.sim.jobs import Job
 from gpucluster.sim.placement import Scratch
 from gpucluster.sim.policies import policies
-from gpucluster.sim.policies.base import Decision, Policy, Preempt, Start, View
+from gpucluster.sim.policies.base import Decision, Policy, Preempt, Reject, Start, View
 from gpucluster.sim.policies.las import _clone
 
 INF = float("inf")
@@ -42,16 +42,33 @@ class KueueLike(Policy):
         usage: dict[str, float] = {}
         for j in view.running.values():
             usage[j.queue] = usage.get(j.queue, 0.0) + j.gpu_share
+        nominal = {q: float(spec.gpus) for q, spec in self.queues.items()}
+
+        def unused(q: str) -> float:
+            return max(0.0, nominal.get(q, 0.0) - usage.get(q, 0.0))
+        lent_total = sum(unused(q) for q in nominal)
         scr = Scratch(view.state)
         out: list[Decision] = []
         gone: set[int] = set()
-        for job in view.queue[:int(self.options.get("depth", 500))]:
+        failed: dict[tuple, int] = {}   # (queue, types, share) -> smallest gang that could not start
+        jobs = view.queue[:int(self.options.get("depth", 500))]
+        if not view.full:  # nothing was freed: only new arrivals can start (or reclaim)
+            jobs = [j for j in jobs if j.id in view.new]
+        for job in jobs:
             q, g = job.queue, job.gpu_share
+            shape = (q, job.types, job.milli)
+            if failed.get(shape, 1 << 62) <= job.gpus:
+                continue
             used = usage.get(q, 0.0)
-            within = not self.queues or used + g <= self._nominal(q) + 1e-9   # no queues: no quotas
+            within = not self.queues or used + g <= nominal.get(q, 0.0) + 1e-9   # no queues: no quotas
             if not within:
-                over = used + g - self._nominal(q)
-                lent = sum(max(0.0, self._nominal(x) - usage.get(x, 0.0)) for x in self.queues if x != q)
+                ceiling = nominal.get(q, 0.0) + min(self._limit(q), sum(v for x, v in nominal.items() if x != q))
+                if g > ceiling + 1e-9:   # Kueue calls it inadmissible
+                    out.append(Reject(job, f"asks for {job.gpus} GPUs, more than queue {q!r} can ever get "
+                                           f"(its quota plus what it may borrow: {ceiling:g})"))
+                    continue
+                over = used + g - nominal.get(q, 0.0)
+                lent = lent_total - unused(q)
                 if over > min(lent, self._limit(q)) + 1e-9:
                     continue
             gpus = self.place(view, scr, job)
@@ -61,13 +78,18 @@ class KueueLike(Policy):
                     for v in victims:
                         out.append(Preempt(v))
                         gone.add(v.id)
+                        lent_total -= unused(v.queue)
                         usage[v.queue] -= v.gpu_share
+                        lent_total += unused(v.queue)
                     scr = scr2
             if gpus is None:
+                failed[shape] = min(failed.get(shape, 1 << 62), job.gpus)
                 continue
             scr.take(gpus, job.milli, job.cpu_milli, job.mem_mib)
             out.append(Start(job, gpus))
+            lent_total -= unused(q)
             usage[q] = usage.get(q, 0.0) + g
+            lent_total += unused(q)
         return out
 
     def _reclaim(self, view: View, scr: Scratch, job: Job, usage: dict[str, float], gone: set[int]):

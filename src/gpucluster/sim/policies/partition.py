@@ -56,9 +56,10 @@ class StaticPartitions(Policy):
             part = job.queue if job.queue in self.masks else "default"
             if part in blocked:
                 continue
-            if job.gpu_share > self.sizes[part]:
+            fit = self._room(view, job, part)
+            if job.gpu_share > fit:
                 out.append(Reject(job, f"asks for {job.gpus} GPUs, more than its partition {part!r} has "
-                                       f"({self.sizes[part]})"))
+                                       f"of its GPU types ({fit})"))
                 continue
             g = self.place(view, scr, job, self.masks[part])
             if g is None:
@@ -69,3 +70,23 @@ class StaticPartitions(Policy):
             scr.take(g, job.milli, job.cpu_milli, job.mem_mib)
             out.append(Start(job, g))
         return out
+
+    def _room(self, view: View, job, part: str) -> int:
+        """GPUs of the partition the job could ever use (its types; a share or a one-node gang
+        needs one node big enough)."""
+        st = view.state
+        best = 0
+        for t in view.types_for(job):
+            m = self.masks[part] if t is None else self.masks[part] & (st.node_type == st.type_index[t])
+            if job.cpu_milli or job.mem_mib:
+                m = m & ((st.cpu_cap == 0) | (st.cpu_cap >= job.cpu_milli)) & (
+                    (st.mem_cap == 0) | (st.mem_cap >= job.mem_mib))
+            if not m.any():
+                continue
+            if job.milli < 1000:
+                best = max(best, 1)
+            elif job.gpus <= int(st.node_gpus.max()) and (job.cpu_milli or job.mem_mib):
+                best = max(best, int(st.node_gpus[m].max()))
+            else:
+                best = max(best, int(st.node_gpus[m].sum()))
+        return best
