@@ -35,12 +35,54 @@ app.add_typer(__import__("gpucluster.cli.bench_cmd", fromlist=["x"]).bench_app, 
 app.command("diagnose")(__import__("gpucluster.cli.diagnose_cmd", fromlist=["x"]).diagnose)
 
 
+def _global_flags(argv: list[str]) -> tuple[list[str], bool]:
+    """`--quiet` (or `-q`) anywhere before a lone `--`, for every command: taken out of the line."""
+    out, quiet = [], False
+    for i, arg in enumerate(argv):
+        if arg == "--":
+            out += argv[i:]
+            break
+        if arg in ("--quiet", "-q"):
+            quiet = True
+            continue
+        out.append(arg)
+    return out, quiet
+
+
+def _usage_error(exc: Exception) -> str:
+    """A command-line mistake (unknown option, missing value) as one line with where to look."""
+    ctx = getattr(exc, "ctx", None)
+    where = ctx.command_path if ctx is not None else "gpucluster"
+    text = "; ".join(line.strip() for line in exc.format_message().splitlines() if line.strip())  # type: ignore[attr-defined]
+    return f"error: {text} (see `{where} --help`)"
+
+
+@app.callback()
+def _root(quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing but errors (on any command, "
+                                                                   "anywhere on the line)")) -> None:
+    """Design, simulate and validate GPU clusters for AI, before and after you buy them."""
+
+
 def main() -> None:
+    from gpucluster.cli.render import set_quiet
+
+    args, quiet = _global_flags(sys.argv[1:])
+    set_quiet(quiet)
     try:
-        app()
+        code = app(args=args, prog_name="gpucluster", standalone_mode=False)
     except UserError as exc:
         print(f"error: {exc.message}", file=sys.stderr)
         sys.exit(2)
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, EOFError):
         print("interrupted", file=sys.stderr)
         sys.exit(130)
+    except Exception as exc:
+        if type(exc).__name__ == "Abort":
+            print("interrupted", file=sys.stderr)
+            sys.exit(130)
+        if getattr(exc, "exit_code", None) == 2 and hasattr(exc, "format_message"):
+            if exc.format_message().strip():          # empty: no arguments, the help was printed
+                print(_usage_error(exc), file=sys.stderr)
+            sys.exit(2)
+        raise
+    sys.exit(code if isinstance(code, int) else 0)

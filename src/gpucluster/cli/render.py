@@ -17,6 +17,12 @@ console = Console(highlight=False, width=_width)
 err_console = Console(stderr=True, highlight=False)
 
 
+def set_quiet(quiet: bool = True) -> None:
+    """`--quiet`: nothing on the terminal but errors (JSON asked for with --json still prints,
+    and files asked for with --html or --events are still written)."""
+    console.quiet = err_console.quiet = quiet
+
+
 def print_json(obj: Any) -> None:
     sys.stdout.write(json.dumps(obj, indent=2, default=_default, allow_nan=False) + "\n")
 
