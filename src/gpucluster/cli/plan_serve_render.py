@@ -40,7 +40,8 @@ def _option_json(o, rate: float, out_tokens: float) -> dict[str, Any]:
 
 def to_json(result, meta: dict[str, Any], sim) -> None:
     rate, out = meta["rate"], meta["output"]
-    data: dict[str, Any] = {"request": meta, "best": _option_json(result.best, rate, out),
+    data: dict[str, Any] = {"schema": "gpucluster-plan-serve/v1", "request": meta,
+                            "best": _option_json(result.best, rate, out),
                             "alternatives": [_option_json(o, rate, out) for o in result.options],
                             "rejected": [{"hardware": r.hardware, "tp": r.tp, "pp": r.pp, "reason": r.reason,
                                           "detail": r.detail} for r in result.rejected]}
