@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 from typer.core import TyperGroup
@@ -23,19 +23,19 @@ simulate_app = typer.Typer(
          "`gpucluster simulate SCENARIO.yaml` runs one scenario; `compare` runs several policies.")
 
 Scenario = Annotated[str, typer.Argument(help="Scenario YAML (see examples/scenarios/)", show_default=False)]
-Seed = Annotated[Optional[int], typer.Option(help="Random seed (default: the scenario's)")]
+Seed = Annotated[int | None, typer.Option(help="Random seed (default: the scenario's)")]
 JsonOut = Annotated[bool, typer.Option("--json", help="Print JSON")]
 
 
 @simulate_app.command("run")
 def run(
     scenario: Scenario,
-    policy: Annotated[Optional[str], typer.Option(help="Scheduling policy (default: the scenario's); "
+    policy: Annotated[str | None, typer.Option(help="Scheduling policy (default: the scenario's); "
                                                        "`gpucluster simulate policies` lists them")] = None,
     seed: Seed = None,
     json_out: JsonOut = False,
-    events: Annotated[Optional[str], typer.Option(help="Write every event as JSON lines to this file")] = None,
-    html: Annotated[Optional[str], typer.Option(help="Also write a self-contained HTML report with plots")] = None,
+    events: Annotated[str | None, typer.Option(help="Write every event as JSON lines to this file")] = None,
+    html: Annotated[str | None, typer.Option(help="Also write a self-contained HTML report with plots")] = None,
 ) -> None:
     """Run one scenario and print utilisation, queueing, completion, failures and cost."""
     from gpucluster.cli.render import print_json
@@ -60,7 +60,7 @@ def compare(
     policies: Annotated[str, typer.Option(help="Comma-separated policies, e.g. fifo,backfill,sjf")],
     seed: Seed = None,
     json_out: JsonOut = False,
-    html: Annotated[Optional[str], typer.Option(help="Also write a self-contained HTML report with plots")] = None,
+    html: Annotated[str | None, typer.Option(help="Also write a self-contained HTML report with plots")] = None,
 ) -> None:
     """Run the same scenario (same jobs, same failures) under several policies, side by side."""
     from gpucluster.cli.render import print_json

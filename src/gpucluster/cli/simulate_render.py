@@ -37,7 +37,8 @@ def render_summary(s: dict[str, Any]) -> None:
     c.print(head)
     cl = s["cluster"]
     types = ", ".join(f"{n} x {t}" for t, n in cl["types"].items())
-    c.print(f"Cluster: {cl['gpus']:,} GPUs on {cl['nodes']:,} nodes ({types})")
+    burst = f", up to {cl['cloud_gpus_max']:,} more rented in the cloud" if cl.get("cloud_gpus_max") else ""
+    c.print(f"Cluster: {cl['gpus']:,} GPUs on {cl['nodes']:,} nodes ({types}){burst}")
     j = s["jobs"]
     c.print(f"Jobs: {j['total']:,}: {j['completed']:,} completed, {j['failed']:,} failed, "
             f"{j['cancelled']:,} cancelled, {j['running']:,} still running, {j['pending']:,} still pending")
@@ -47,6 +48,10 @@ def render_summary(s: dict[str, Any]) -> None:
     c.print(f"Utilization: allocation {pct(u['allocation'])}, busy {pct(u['busy'])} of "
             f"{num(u['capacity_gpu_hours'], 0)} GPU-hours (idle {num(u['idle_gpu_hours'], 0)}, "
             f"down {num(u['down_gpu_hours'], 0)})")
+    if u.get("cloud_capacity_gpu_hours"):
+        c.print(f"  on-prem allocation {pct(u['on_prem_allocation'])}; cloud nodes up "
+                f"{num(u['cloud_capacity_gpu_hours'], 0)} GPU-hours, "
+                f"{pct(u['cloud_allocated_gpu_hours'] / u['cloud_capacity_gpu_hours'])} of them allocated")
     g = s["gpu_hours"]
     c.print(f"Goodput: {pct(s['goodput'])} of allocated GPU-hours did useful work (checkpoints "
             f"{num(g['checkpoint'], 0)}, restarts {num(g['restart'], 0)}, lost to failures "
@@ -54,10 +59,12 @@ def render_summary(s: dict[str, Any]) -> None:
     f = s.get("failures")
     if f:
         seen = f"one every {f['cluster_mtbf_hours']:.1f} h" if f["cluster_mtbf_hours"] else "none"
-        c.print(f"Failures: {f['count']:,} ({seen}; expected one every {f['expected_cluster_mtbf_hours']:.1f} h at "
-                f"{f['per_gpu_hour']:.3g} per GPU-hour, {f['distribution']}), {f['jobs_interrupted']:,} job "
-                f"interruptions")
-        c.print(f"  rate source: {f['source']}")
+        c.print(f"Failures: {f['count']:,}, {f['hardware']:,} of them hardware ({seen}; expected one every "
+                f"{f['expected_cluster_mtbf_hours']:.1f} h, {f['per_gpu_hour']:.3g} per GPU-hour, "
+                f"{f['distribution']}); {f['jobs_interrupted']:,} job interruptions")
+        c.print(f"  rate: {f['source']}")
+        c.print(f"  repair: {f['repair_hours_default']:g} h after a hardware failure unless the scenario says "
+                f"(reliability data node_repair_h: {f['repair_source'].split(':')[0]})")
     fr = s["fragmentation"]
     if fr.get("mean_gpus") is not None:
         c.print(f"Fragmentation: {fr['mean_gpus']:.1f} GPUs free but unusable by any waiting job on average "

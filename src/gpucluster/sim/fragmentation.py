@@ -62,7 +62,16 @@ class FragModel:
         return np.where(ix >= 0, gpu_free[np.maximum(ix, 0)], 0)
 
     def frag(self, free: np.ndarray, cpu: np.ndarray, cpu_cap: np.ndarray) -> np.ndarray:
-        """F_n(M) for each row: free (R x W) shares, cpu free per row (cap 0 = not modelled)."""
+        """F_n(M) for each row: free (R x W) shares, cpu free per row (cap 0 = not modelled).
+        F does not depend on the order of a node's GPUs, so equal rows (sorted) are computed once."""
+        if len(free) > 64:
+            key = np.column_stack((np.sort(free, axis=1), cpu, cpu_cap))
+            uniq, inv = np.unique(key, axis=0, return_inverse=True)
+            w = free.shape[1]
+            return self._frag(uniq[:, :w], uniq[:, w], uniq[:, w + 1])[inv.ravel()]
+        return self._frag(free, cpu, cpu_cap)
+
+    def _frag(self, free: np.ndarray, cpu: np.ndarray, cpu_cap: np.ndarray) -> np.ndarray:
         total = free.sum(axis=1).astype(float)
         out = np.zeros(len(free))
         whole = (free == WHOLE).sum(axis=1)

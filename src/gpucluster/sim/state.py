@@ -76,11 +76,15 @@ class ClusterState:
         self.down_gpus = 0
         self.t = 0.0
         self.alloc_gpu_s = 0.0
+        self.cloud_alloc_milli = 0                       # part of alloc_milli on cloud-burst nodes
+        self.cloud_alloc_gpu_s = 0.0
+        self.cloud_capacity_gpu_s = 0.0
         self.idle_gpu_s = 0.0
         self.down_gpu_s = 0.0
         self.capacity_gpu_s = 0.0
         self.type_capacity = np.bincount(self.node_type, weights=self.node_gpus, minlength=len(self.types))
         self.version = 0  # bumped on every change (policies may cache against it)
+        self._cloud_on = 0  # GPUs of powered-on cloud nodes
 
     # -- accounting -----------------------------------------------------------------
     def advance(self, now: float) -> None:
@@ -90,6 +94,9 @@ class ClusterState:
             self.idle_gpu_s += self.idle_milli * dt / WHOLE
             self.down_gpu_s += self.down_gpus * dt
             self.capacity_gpu_s += self.capacity * dt
+            if self.cloud_alloc_milli or self._cloud_on:
+                self.cloud_alloc_gpu_s += self.cloud_alloc_milli * dt / WHOLE
+                self.cloud_capacity_gpu_s += self._cloud_on * dt
             self.t = now
 
     def _usable(self, node: int) -> bool:
@@ -128,6 +135,8 @@ class ClusterState:
         total = milli * len(gpus)
         self.alloc_milli += total
         self.idle_milli -= total
+        if self._cloud_on:
+            self.cloud_alloc_milli += milli * int(np.count_nonzero(self.node_cloud[nodes]))
         for node in set(nodes.tolist()):
             self.node_jobs[node].add(job_id)
             self._refresh(node)
@@ -145,6 +154,8 @@ class ClusterState:
             self.mem_free[node] += mem
         total = milli * len(gpus)
         self.alloc_milli -= total
+        if self._cloud_on:
+            self.cloud_alloc_milli -= milli * int(np.count_nonzero(self.node_cloud[nodes]))
         for node in set(nodes.tolist()):
             self.node_jobs[node].discard(job_id)
             if self.node_on[node] and self.node_up[node]:
@@ -190,6 +201,8 @@ class ClusterState:
             raise AllocationError(f"node {node} powered off with jobs on it")
         sign = 1 if on else -1
         self.capacity += sign * g
+        if self.node_cloud[node]:
+            self._cloud_on += sign * g
         if self.node_up[node]:
             self.idle_milli += sign * self.node_free_milli(node)
         else:

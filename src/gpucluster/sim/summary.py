@@ -80,12 +80,19 @@ def summarize(sim: Any, loaded: LoadedScenario, wall_s: float) -> dict[str, Any]
         "wall_s": wall_s, "events": sim.kernel.events,
         "events_per_s": sim.kernel.events / wall_s if wall_s > 0 else None,
         "cluster": {"gpus": int(st.node_gpus[~st.node_cloud].sum()), "nodes": int((~st.node_cloud).sum()),
-                    "types": {t: int(st.type_capacity[i]) for i, t in enumerate(st.types)}},
+                    "types": {t: int(st.node_gpus[(st.node_type == i) & ~st.node_cloud].sum())
+                              for i, t in enumerate(st.types) if ((st.node_type == i) & ~st.node_cloud).any()},
+                    "cloud_gpus_max": int(st.node_gpus[st.node_cloud].sum())},
         "jobs": {"total": len(jobs), **states, "not_run": reasons},
         "utilization": {
             "allocation": alloc / cap if cap else None,
             "busy": (gt["busy"] + svc_busy) / cap if cap else None,
+            "on_prem_allocation": ((alloc - st.cloud_alloc_gpu_s) / (cap - st.cloud_capacity_gpu_s)
+                                   if cap > st.cloud_capacity_gpu_s else None),
+            "final_allocation": st.alloc_milli / 1000 / st.capacity if st.capacity else None,
             "capacity_gpu_hours": cap / H, "allocated_gpu_hours": alloc / H,
+            "cloud_capacity_gpu_hours": st.cloud_capacity_gpu_s / H, "cloud_allocated_gpu_hours":
+                st.cloud_alloc_gpu_s / H,
             "idle_gpu_hours": st.idle_gpu_s / H, "down_gpu_hours": st.down_gpu_s / H},
         "gpu_hours": {k: v / H for k, v in gt.items() if k != "busy"},
         "goodput": gt["useful"] / alloc if alloc else None,

@@ -40,6 +40,7 @@ def trace(ctx: Context, w: Any, loc: tuple) -> None:
         gpus = np.maximum(1, np.rint(sample(w.gpus, len(jobs), rng, ctx.loaded.base, where))).astype(int).tolist()
     default_types = allowed_types(ctx, w, where) if w.gpu_types else None
     s = w.time_scale
+    submits = submits * w.arrival_scale
     kind_ckpt = w.checkpoint_minutes > 0
     known = set(ctx.cluster_types)
     dropped = 0
@@ -53,7 +54,7 @@ def trace(ctx: Context, w: Any, loc: tuple) -> None:
             dropped += 1
             continue
         ctx.new_job(cls=w.name, util=w.gpu_util, kind="training" if kind_ckpt or g > 1 else "batch", gpus=int(g), submit=t * s,
-                    work=j.duration * s, milli=j.milli, cpu_milli=j.cpu_milli, mem_mib=j.mem_mib,
+                    work=float("inf") if w.hold else j.duration * s, milli=j.milli, cpu_milli=j.cpu_milli, mem_mib=j.mem_mib,
                     types=frozenset(types) if types else None, queue=w.queue, priority=w.priority,
                     ckpt_interval=w.checkpoint_minutes * 60.0, ckpt_write=w.checkpoint_write_s,
                     restart_s=w.restart_s)

@@ -204,6 +204,9 @@ class Trace(_Workload):
     path: str = Field(description="trace file, relative to the scenario")
     limit: int | None = Field(None, ge=1, description="read at most this many jobs")
     time_scale: float = Field(1.0, gt=0, description="multiply arrival times and durations")
+    arrival_scale: float = Field(1.0, gt=0, description="multiply arrival times only (< 1: the same jobs "
+                                                        "arrive faster, a heavier load)")
+    hold: bool = Field(False, description="jobs never end (the fill experiments of the ATC'23 openb paper)")
     checkpoint_minutes: float = Field(0.0, ge=0)
     checkpoint_write_s: float = Field(0.0, ge=0)
     restart_s: float = Field(0.0, ge=0)
