@@ -72,7 +72,15 @@ def EXTRA_REPORTS(cluster: Path) -> dict[str, list[str]]:
         "reliability": ["reliability", str(cluster), "--interval", "30m"],
         "check": ["check", str(cluster), "--job", "examples/jobs/bad-train.sbatch"],
         "simulate-compare": ["simulate", "compare", str(scenario), "--policies", "fifo,sjf"],
+        "comm": ["comm", "--cluster", str(cluster), "--gpus", "64"],
+        "diagnose": ["diagnose", "--cluster", "examples/h100-64-ib.yaml", str(_bench_result(cluster.parent))],
     }
+
+
+def _bench_result(folder: Path) -> Path:
+    sys.path.insert(0, str(ROOT / "tests/report"))
+    from test_report_cli import bench_result
+    return bench_result(folder)
 
 
 @pytest.fixture(scope="module")
@@ -129,7 +137,7 @@ def test_the_script_in_a_cluster_name_shows_as_text(browser, reports):
     from selenium.common.exceptions import NoAlertPresentException
 
     for name, path in reports.items():
-        if name == "plan-serve":             # names no cluster
+        if name in ("plan-serve", "diagnose", "comm"):   # they name no cluster (comm names its file)
             continue
         _load(browser, path)
         with pytest.raises(NoAlertPresentException):

@@ -79,3 +79,27 @@ def test_ops_commands_write_reports(tmp_path):
         for fig in figures:
             assert f'data-figure="{fig}"' in page, (name, fig)
         assert page.count('class="plot"') == len(figures), name
+
+
+def bench_result(folder: Path, busbw: float = 10.0) -> Path:
+    """A `bench collective --json` result of 2 nodes x 8 GPUs (synthetic numbers)."""
+    sizes = [1 << 20, 1 << 24, 1 << 28, 1 << 30]
+    data = {"schema": "gpucluster-bench-collective/v1", "op": "all_reduce", "backend": "nccl", "world_size": 16,
+            "nodes": 2, "ranks_per_node": 8, "wrong_total": 0,
+            "node_ranks": {f"gpu{i:02d}": list(range(i * 8, (i + 1) * 8)) for i in range(2)},
+            "rows": [{"size_bytes": s, "busbw_gbps": busbw, "algbw_gbps": busbw / 2, "time_us": 1.0, "wrong": 0}
+                     for s in sizes]}
+    path = folder / "bench.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_fabric_commands_write_bandwidth_reports(tmp_path):
+    out = tmp_path / "comm.html"
+    assert run("comm", "--gpu", "H100:8", "--gpus", "16", "--html", str(out)).returncode == 0
+    assert 'data-figure="bandwidth"' in out.read_text()
+    out = tmp_path / "diagnose.html"
+    proc = run("diagnose", "--cluster", "examples/h100-64-ib.yaml", str(bench_result(tmp_path)), "--html", str(out))
+    assert proc.returncode == 1, proc.stderr
+    page = out.read_text()
+    assert 'data-figure="bandwidth-scale-out"' in page and "measured" in page

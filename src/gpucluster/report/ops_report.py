@@ -209,3 +209,31 @@ def comm_report(data: dict[str, Any], measured: list[tuple[float, float]] | None
 
 def write_comm_report(data: dict[str, Any], path: str, measured: list[tuple[float, float]] | None = None) -> None:
     write_report(comm_report(data, measured), path)
+
+
+def diagnose_report(cluster: str, threshold: float, findings: list) -> Report:
+    """Measured collective bandwidth against the model, one figure per tier."""
+    from gpucluster.report.figures_ops import bandwidth_curves
+
+    figures = []
+    for f in findings:
+        fig = bandwidth_curves(f.op, list(zip(f.sizes, f.expected_gbps)), list(zip(f.sizes, f.measured_gbps)),
+                               where=f"{f.where}, {f.ranks} ranks on {f.nodes} node(s) ({f.tier})")
+        fig.key, fig.title = f"bandwidth-{f.tier}", f"Measured against expected: {f.tier} ({f.where})"
+        figures.append(fig)
+    bad = [f for f in findings if f.bottleneck]
+    concl = [("BOTTLENECK: " if f.bottleneck else "ok: ") + f.sentence() for f in findings]
+    if not bad:
+        concl.append("No tier below the threshold: the fabric delivers what the spec gives")
+    rows = [[f.tier, f.where, f.link, f.op, f.ranks, f.nodes, round(f.measured, 2), round(f.expected, 2),
+             f"{100 * f.ratio:.0f}%", "yes" if f.bottleneck else "no"] for f in findings]
+    table = Table("Tiers", ["tier", "where", "link", "collective", "ranks", "nodes", "measured busbw (GB/s)",
+                            "expected busbw (GB/s)", "measured / expected", "bottleneck"], rows)
+    notes = [f"{f.source}: {n}" for f in findings for n in f.notes]
+    return Report(title=f"Diagnosis: {cluster}", subtitle=f"a tier below {threshold:.0%} of the spec is a bottleneck",
+                  facts=[("bottleneck", bad[0].tier if bad else "none")], conclusions=concl, figures=figures,
+                  tables=[table], notes=notes)
+
+
+def write_diagnose_report(cluster: str, threshold: float, findings: list, path: str) -> None:
+    write_report(diagnose_report(cluster, threshold, findings), path)
