@@ -27,6 +27,7 @@ def comm(
     datatype: Annotated[str, typer.Option("--datatype", "-d", help="float, half, bfloat16, double, int8, int32")] = "float",
     algo: Annotated[str, typer.Option(help="auto (as NCCL's tuner), ring, nvls, hierarchical (NCCL_ALGO)")] = "auto",
     json_out: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
+    html: Annotated[Optional[str], typer.Option(help="Also write a self-contained HTML report with plots")] = None,
 ) -> None:
     """Print the nccl-tests table that a healthy cluster should give: the "expected" side of
     "run nccl-tests before you train"."""
@@ -66,11 +67,16 @@ def comm(
                      "algbw_gbps": float(pred.algbw_gbps[i]), "busbw_gbps": float(pred.busbw_gbps[i]),
                      "wrong": 0, "algorithm": str(pred.algorithm[i]), "bottleneck": str(pred.bottleneck[i])})
     avg = sum(r["busbw_gbps"] for r in rows) / len(rows)
+    data = {"schema": "gpucluster-comm/v1", "op": op, "gpus": n, "placement": placed.describe(),
+            "algorithm": algo, "rows": rows, "avg_busbw_gbps": avg}
+    from gpucluster.cli.render import console
     if json_out:
-        print_json({"schema": "gpucluster-comm/v1", "op": op, "gpus": n, "placement": placed.describe(),
-                    "algorithm": algo, "rows": rows, "avg_busbw_gbps": avg})
-        return
-    from gpucluster.cli.nccl_table import algorithm_changes, print_nccl_table
+        print_json(data)
+    elif not console.quiet:                     # the table is plain text: --quiet must skip it here
+        from gpucluster.cli.nccl_table import algorithm_changes, print_nccl_table
 
-    print_nccl_table([f"gpucluster comm: expected {op}_perf on a healthy cluster (model, not a measurement)",
-                      *placed.describe_lines()], rows, avg, algorithm_changes(rows))
+        print_nccl_table([f"gpucluster comm: expected {op}_perf on a healthy cluster (model, not a measurement)",
+                          *placed.describe_lines()], rows, avg, algorithm_changes(rows))
+    if html:
+        from gpucluster.report.ops_report import write_comm_report
+        write_comm_report(data, html)
