@@ -13,6 +13,7 @@ def diagnose(
     pool: Annotated[Optional[str], typer.Option(help="Node pool (default: the first)")] = None,
     threshold: Annotated[float, typer.Option(help="A tier below this fraction of the spec is a bottleneck")] = 0.7,
     json_out: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
+    html: Annotated[Optional[str], typer.Option(help="Also write a self-contained HTML report with plots")] = None,
 ) -> None:
     """Name the tier that delivers less than the spec promises, with the numbers. Exit 1 when one does."""
     import json
@@ -50,5 +51,8 @@ def diagnose(
                 console.print(f"           [yellow]{escape(n)}[/]")
         if not bad:
             console.print("no tier below the threshold: the fabric delivers what the spec gives")
+    if html:
+        from gpucluster.report.ops_report import write_diagnose_report
+        write_diagnose_report(cluster, threshold, findings, html)
     if bad:
         raise typer.Exit(1)
