@@ -200,11 +200,24 @@ def comm_report(data: dict[str, Any], measured: list[tuple[float, float]] | None
                            where=f"on {data['gpus']} GPUs")
     table = Table("Expected nccl-tests table", ["size (B)", "time (us)", "algbw (GB/s)", "busbw (GB/s)", "algorithm",
                                                 "limited by"],
-                  [[r["size_bytes"], round(r["time_us"], 2), round(r["algbw_gbps"], 2), round(r["busbw_gbps"], 2),
-                    r["algorithm"], r["bottleneck"]] for r in rows])
-    return Report(title=f"Expected {data['op']} on {data['gpus']} GPUs", subtitle=str(data["placement"]),
+                  [[r["size_bytes"], r["time_us"], r["algbw_gbps"], r["busbw_gbps"], r["algorithm"], r["bottleneck"]]
+                   for r in rows])
+    return Report(title=f"Expected {data['op']} on {data['gpus']} GPUs", subtitle=_placement(data["placement"]),
                   facts=[("average bus bandwidth", f"{data['avg_busbw_gbps']:.1f} GB/s")], figures=[fig],
                   tables=[table])
+
+
+def _placement(p: Any) -> str:
+    if not isinstance(p, dict):
+        return str(p)
+    up, out = p.get("scale_up") or {}, p.get("scale_out") or {}
+    text = f"{p.get('source', '')}: {p.get('gpus')} x {p.get('gpu')} ({p.get('gpus_per_node')} per node)"
+    if up:
+        text += f"; scale-up {up.get('link')} {up.get('gbps_per_direction')} GB/s per GPU per direction"
+    if out:
+        text += (f"; scale-out {out.get('nics_per_node')} x {out.get('nic')} per node, "
+                 f"{out.get('gbps_per_gpu_per_direction')} GB/s per GPU per direction")
+    return text
 
 
 def write_comm_report(data: dict[str, Any], path: str, measured: list[tuple[float, float]] | None = None) -> None:
