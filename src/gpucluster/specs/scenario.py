@@ -15,11 +15,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from gpucluster.errors import UserError
 from gpucluster.specs.cluster import ClusterSpec, _canonical
-from gpucluster.specs.loader import load_yaml, parse_data
+from gpucluster.specs.loader import load_yaml
 
 
 class Strict(BaseModel):
@@ -318,11 +318,39 @@ class LoadedScenario:
         return {"file": self.source, "line": line_of(tuple(loc), self.lines), "field": format_loc(tuple(loc))}
 
 
+class _Located:
+    """A ValidationError whose locations drop the workload kind pydantic puts after the index
+    (`workloads[0].training.gpus` is `workloads[0].gpus` in the file) and the follow-on
+    'too short' error of a list whose only item failed."""
+
+    def __init__(self, exc: ValidationError) -> None:
+        self.exc = exc
+
+    def errors(self, **kw: Any) -> list[dict[str, Any]]:
+        errs = []
+        for e in self.exc.errors(**kw):
+            loc = e["loc"]
+            if len(loc) > 2 and loc[0] == "workloads" and isinstance(loc[1], int) and loc[2] in WORKLOAD_KINDS:
+                loc = loc[:2] + loc[3:]
+            errs.append({**e, "loc": loc})
+        deeper = {e["loc"][0] for e in errs if len(e["loc"]) > 1}
+        return [e for e in errs if not (e["type"] == "too_short" and len(e["loc"]) == 1 and e["loc"][0] in deeper)]
+
+
+WORKLOAD_KINDS = ("training", "batch", "inference", "pipeline", "trace")
+
+
 def load_scenario(path: str | Path) -> LoadedScenario:
     from gpucluster.specs.cluster import load_cluster
+    from gpucluster.specs.loader import validation_error
 
     data, lines = load_yaml(path)
-    spec = parse_data(Scenario, data, str(path), lines)
+    if data is None:
+        raise UserError("the file is empty", file=str(path))
+    try:
+        spec = Scenario.model_validate(data)
+    except ValidationError as exc:
+        raise validation_error(_Located(exc), str(path), lines) from None  # type: ignore[arg-type]
     base = Path(path).resolve().parent
     loaded = LoadedScenario(spec, None, base, str(path), lines)
     if isinstance(spec.cluster, str):
