@@ -98,30 +98,32 @@ def test_evil_job_name_runs_and_is_literal(plan_file, tmp_path):
 
 
 def sbatch_directives(text: str) -> dict[str, str]:
-    """#SBATCH options as Slurm 22.05's sbatch reads them (src/sbatch/opt.c `_get_argument`):
-    blanks split, quotes group and are removed, a backslash escapes, an unescaped # ends the line."""
+    """#SBATCH options as Slurm 22.05's sbatch reads them (src/sbatch/opt.c `_get_argument`,
+    line by line): the argument ends at a blank outside quotes (checked before a backslash is
+    seen), a backslash escapes the next character, quotes group and are dropped, an unescaped #
+    outside quotes ends the line."""
     out = {}
     for line in text.splitlines():
         if not line.startswith("#SBATCH"):
             continue
-        arg, i, quote, rest = [], 0, None, line[len("#SBATCH"):].lstrip()
-        while i < len(rest):
+        rest, arg, i, quote, escape = line[len("#SBATCH"):].lstrip(), [], 0, None, False
+        while i < len(rest) and (quote or not rest[i].isspace()):
             ch = rest[i]
-            if ch == "\\" and i + 1 < len(rest):
-                arg.append(rest[i + 1])
-                i += 2
+            if escape:
+                escape = False
+            elif ch == "\\":
+                escape, i = True, i + 1
                 continue
-            if quote:
+            elif quote:
                 if ch == quote:
-                    quote = None
-                else:
-                    arg.append(ch)
+                    quote, i = None, i + 1
+                    continue
             elif ch in "\"'":
-                quote = ch
-            elif ch == "#" or ch.isspace():
+                quote, i = ch, i + 1
+                continue
+            elif ch == "#":
                 break
-            else:
-                arg.append(ch)
+            arg.append(ch)
             i += 1
         key, _, value = "".join(arg).lstrip("-").partition("=")
         out[key] = value

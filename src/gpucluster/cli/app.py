@@ -33,6 +33,7 @@ app.command("advise")(__import__("gpucluster.cli.advise_cmd", fromlist=["x"]).ad
 app.add_typer(__import__("gpucluster.cli.generate_cmd", fromlist=["x"]).generate_app, name="generate")
 app.add_typer(__import__("gpucluster.cli.bench_cmd", fromlist=["x"]).bench_app, name="bench")
 app.command("diagnose")(__import__("gpucluster.cli.diagnose_cmd", fromlist=["x"]).diagnose)
+app.add_typer(__import__("gpucluster.cli.slurm_cmd", fromlist=["x"]).slurm_app, name="slurm")
 
 
 def _global_flags(argv: list[str]) -> tuple[list[str], bool]:

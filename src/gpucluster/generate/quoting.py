@@ -8,7 +8,6 @@ import shlex
 from gpucluster.errors import UserError
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-_SLURM_SPECIAL = re.compile(r"""([\\"'#\s])""")
 
 
 def check_text(value: str, field: str) -> str:
@@ -42,10 +41,17 @@ def sh_join(words: list[str]) -> str:
     return " ".join(f'"{w}"' if isinstance(w, Expand) else sh(w) for w in words)
 
 
+_PLAIN = re.compile(r"^[A-Za-z0-9._:/=+,@%-]+$")
+
+
 def slurm_directive(value: str) -> str:
-    """A #SBATCH argument: sbatch splits directives on blanks, strips quotes and stops at an
-    unescaped '#'; a backslash escapes the next character (Slurm 22.05 `_get_argument`)."""
-    return _SLURM_SPECIAL.sub(r"\\\1", value)
+    """A #SBATCH argument. sbatch (src/sbatch/opt.c `_get_argument`, Slurm 22.05) ends an
+    argument at a blank unless inside quotes (a backslash does not protect a blank), drops the
+    quotes, and inside them takes a backslash as escaping the next character; so: double quotes
+    around the value, with backslash and double quote escaped."""
+    if _PLAIN.match(value):
+        return value
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def comment(value: str) -> str:
