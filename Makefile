@@ -3,8 +3,9 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+ENGINES := $(VENV)/.engines
 
-.PHONY: demo test install clean bench browser
+.PHONY: demo test install engines clean bench browser
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -15,6 +16,15 @@ $(STAMP): $(BIN)/python pyproject.toml
 	touch $(STAMP)
 
 install: $(STAMP)
+
+# torch (CPU build, on disk here), Ray and the system packages the integration tests start
+# (Slurm, MariaDB, iproute2; see .ci/engines.sh). Without them those tests skip with the reason.
+$(ENGINES): $(STAMP) .ci/engines.sh
+	bash .ci/engines.sh
+	$(BIN)/pip install -q -e '.[test,torch,ray]'
+	touch $(ENGINES)
+
+engines: $(ENGINES)
 
 SHARED ?= ../shared
 REPORTS ?= reports
@@ -36,7 +46,7 @@ demo: $(STAMP)
 		$(BIN)/gpucluster validate $(SHARED)/validation/collective-public.yaml $(SHARED)/validation/training-public.yaml; \
 	fi
 
-test: $(STAMP) browser
+test: $(STAMP) browser $(ENGINES)
 	$(BIN)/python -m pytest
 
 # Headless Chromium for the browser tests of the HTML reports, from Debian's packages; skipped
