@@ -34,6 +34,7 @@ app.add_typer(__import__("gpucluster.cli.generate_cmd", fromlist=["x"]).generate
 app.add_typer(__import__("gpucluster.cli.bench_cmd", fromlist=["x"]).bench_app, name="bench")
 app.command("diagnose")(__import__("gpucluster.cli.diagnose_cmd", fromlist=["x"]).diagnose)
 app.add_typer(__import__("gpucluster.cli.slurm_cmd", fromlist=["x"]).slurm_app, name="slurm")
+app.command("sweep")(__import__("gpucluster.cli.sweep_cmd", fromlist=["x"]).sweep)
 
 
 def _global_flags(argv: list[str]) -> tuple[list[str], bool]:

@@ -1,0 +1,56 @@
+"""`gpucluster sweep SWEEP.yaml`: many plans or simulations in parallel (local processes or Ray)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+
+def sweep(
+    spec: Annotated[str, typer.Argument(help="Sweep YAML: command, base options, grid, fields to keep")],
+    ray: Annotated[Optional[str], typer.Option(help="Ray cluster address, or auto to start a local Ray")] = None,
+    workers: Annotated[Optional[int], typer.Option(help="Local processes at once (default: CPU count)")] = None,
+    out: Annotated[Optional[str], typer.Option("--out", "-o", help="Write the JSON results here")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
+) -> None:
+    """Run every combination of the grid; a failed task is reported with its parameters and the
+    rest complete (exit 1 when any failed)."""
+    import json
+
+    from rich.markup import escape
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+    from gpucluster.cli.render import console, err_console, print_json
+    from gpucluster.engines.sweep import sweep as run
+
+    if workers is not None and workers < 1:
+        from gpucluster.errors import UserError
+        raise UserError(f"must be >= 1, got {workers}", field="--workers")
+    with Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=err_console, transient=True, disable=json_out) as bar:
+        tid = bar.add_task("sweep", total=None)
+        result = run(spec, ray_address=ray, workers=workers,
+                     progress=lambda done, total: bar.update(tid, completed=done, total=total))
+    if out:
+        with open(out, "w") as f:
+            json.dump(result, f, indent=2)
+    if json_out:
+        print_json(result)
+    else:
+        console.print(f"[bold]{escape(result['name'])}[/bold]: {len(result['tasks'])} tasks on {result['engine']}"
+                      + (f" ({result['ray_nodes']} node(s))" if result["ray_nodes"] else "")
+                      + f": {result['ok']} ok, {result['failed']} failed")
+        for t in result["tasks"]:
+            params = ", ".join(f"{k}={v}" for k, v in t["params"].items())
+            if t["ok"]:
+                shown = ", ".join(f"{k}={_fmt(v)}" for k, v in t["result"].items()) if len(t["result"]) <= 6 else "ok"
+                console.print(f"  [green]ok[/]     {escape(params)}: {escape(shown)}")
+            else:
+                console.print(f"  [red]FAILED[/] {escape(params)}: {escape(t['error'])}")
+    if result["failed"]:
+        raise typer.Exit(1)
+
+
+def _fmt(v) -> str:
+    return f"{v:.4g}" if isinstance(v, float) else str(v)
