@@ -8,6 +8,7 @@ not touch the catalog start fast.
 
 from __future__ import annotations
 
+import os
 import re
 from functools import cached_property
 from pathlib import Path
@@ -81,7 +82,8 @@ class Catalog:
         raise unknown_name("catalog entry", name, all_names)
 
 
-catalog = Catalog()
+# GPUCLUSTER_CATALOG: a catalog copy with calibrated numbers (`gpucluster bench gemm --write-calibration`).
+catalog = Catalog(Path(os.environ["GPUCLUSTER_CATALOG"]) if os.environ.get("GPUCLUSTER_CATALOG") else DATA_DIR)
 
 _ACCEL = re.compile(r"^\s*([^:\s]+)\s*(?::\s*(\S+))?\s*$")
 
