@@ -91,3 +91,117 @@ def _run(cfg, local: int | None, timeout: float):
     if env is None:
         raise UserError("give --local N, or run under torchrun or srun (RANK/WORLD_SIZE or SLURM_PROCID)")
     return run_rank(cfg, env, timeout)
+
+
+Calib = Annotated[Optional[str], typer.Option(help="Write the measurements into this catalog copy (created from "
+                                                   "the shipped one); use it with GPUCLUSTER_CATALOG=DIR")]
+GpuName = Annotated[Optional[str], typer.Option(help="Catalog GPU the calibration is for (default: from the device name)")]
+
+
+def _skip(reason: str, json_out: bool) -> None:
+    if json_out:
+        print_json({"skipped": reason})
+    else:
+        typer.echo(f"skipped: {reason}")
+
+
+def _gpu_for(name: str | None, device: str) -> str:
+    from gpucluster.catalog import catalog
+    from gpucluster.errors import UserError
+
+    if name:
+        return catalog.gpus.canonical(name, field="--gpu")
+    for cand in catalog.gpus.names():
+        short = cand.split("-")[0]
+        if short.lower() in device.lower():
+            return cand
+    raise UserError(f"cannot tell which catalog GPU {device!r} is; give --gpu", field="--gpu")
+
+
+@bench_app.command("gemm")
+def gemm(sizes: Annotated[str, typer.Option(help="Square sizes m=n=k, comma-separated")] = "1024,2048,4096,8192",
+         precision: Annotated[str, typer.Option(help="bf16, fp16, tf32, fp32 (comma-separated)")] = "bf16",
+         iters: Annotated[int, typer.Option()] = 20, gpu: GpuName = None, write_calibration: Calib = None,
+         json_out: Json = False) -> None:
+    """Achieved GEMM TFLOP/s by size and precision (GPU only; skipped with the reason elsewhere)."""
+    from gpucluster.bench.compute import PRECISIONS, gemm as run, no_gpu_reason
+    from gpucluster.errors import UserError
+
+    precs = [p.strip() for p in precision.split(",") if p.strip()]
+    bad = [p for p in precs if p not in PRECISIONS]
+    if bad:
+        raise UserError(f"unknown precision {bad[0]!r} (valid: {', '.join(PRECISIONS)})", field="--precision")
+    try:
+        ns = [int(s) for s in sizes.split(",")]
+    except ValueError:
+        raise UserError(f"expected comma-separated integers, got {sizes!r}", field="--sizes") from None
+    reason = no_gpu_reason()
+    if reason:
+        return _skip(reason, json_out)
+    import torch
+    device = torch.cuda.get_device_name()
+    rows = run(ns, precs, iters)
+    res = {"schema": "gpucluster-bench-gemm/v1", "device": device, "rows": rows}
+    if write_calibration:
+        from gpucluster.bench.calibration import write_calibration as write
+        res["calibration"] = str(write(write_calibration, _gpu_for(gpu, device), gemm_rows=rows, note=device))
+    if json_out:
+        print_json(res)
+        return
+    for r in rows:
+        typer.echo(f"{r['precision']:>5} {r['m']:>6} x {r['n']:>6} x {r['k']:>6}: {r['tflops']:9.1f} TFLOP/s")
+    if write_calibration:
+        typer.echo(f"wrote {res['calibration']}")
+
+
+@bench_app.command("hbm")
+def hbm(size: Annotated[str, typer.Option(help="Buffer size")] = "2G", iters: Annotated[int, typer.Option()] = 20,
+        gpu: GpuName = None, write_calibration: Calib = None, json_out: Json = False) -> None:
+    """HBM bandwidth from a device-to-device copy (GPU only; skipped with the reason elsewhere)."""
+    from gpucluster.bench.compute import hbm as run, no_gpu_reason
+    from gpucluster.units import parse_bytes
+
+    nbytes = parse_bytes(size)
+    reason = no_gpu_reason()
+    if reason:
+        return _skip(reason, json_out)
+    res = {"schema": "gpucluster-bench-hbm/v1", **run(nbytes, iters)}
+    if write_calibration:
+        from gpucluster.bench.calibration import write_calibration as write
+        res["calibration"] = str(write(write_calibration, _gpu_for(gpu, res["device"]), hbm_tbps=res["tbps"],
+                                       note=res["device"]))
+    if json_out:
+        print_json(res)
+    else:
+        typer.echo(f"{res['device']}: {res['tbps']:.3f} TB/s (copy of {size}, read + write)")
+
+
+@bench_app.command("storage")
+def storage(path: Annotated[str, typer.Argument(help="Folder on the storage to test")],
+            size: Annotated[str, typer.Option(help="Bytes to write and read")] = "1G",
+            block: Annotated[str, typer.Option(help="Block size")] = "16M", json_out: Json = False,
+            metrics: Metrics = None) -> None:
+    """Sequential write (with fsync) and read GB/s: what a checkpoint write and restart see."""
+    from gpucluster.bench.compute import storage as run
+    from gpucluster.errors import UserError
+    from gpucluster.units import parse_bytes
+
+    try:
+        nbytes, bbytes = parse_bytes(size), parse_bytes(block)
+    except ValueError as exc:
+        raise UserError(str(exc), field="--size/--block") from None
+    if nbytes < 1 or bbytes < 1:
+        raise UserError("--size and --block must be > 0", field="--size/--block")
+    res = {"schema": "gpucluster-bench-storage/v1", **run(path, nbytes, bbytes)}
+    if metrics:
+        from gpucluster.engines.openmetrics import Family, write_textfile
+        fam = Family("gpucluster_storage_throughput_bytes_per_second", "gauge",
+                     "Sequential throughput (write includes fsync)", "bytes_per_second")
+        fam.add(res["write_gbps"] * 1e9, path=res["path"], direction="write")
+        fam.add(res["read_gbps"] * 1e9, path=res["path"], direction="read")
+        write_textfile(metrics, [fam])
+    if json_out:
+        print_json(res)
+    else:
+        typer.echo(f"{res['path']}: write {res['write_gbps']:.2f} GB/s (fsync included), read {res['read_gbps']:.2f} GB/s"
+                   + (" (likely from the page cache)" if res["read_maybe_cached"] else ""))
