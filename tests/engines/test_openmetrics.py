@@ -28,3 +28,27 @@ def test_collective_families_base_units():
     assert ('gpucluster_collective_busbw_bytes_per_second{op="all_reduce",backend="gloo",ranks="2",nodes="1",'
             'size_bytes="1024"} 1500000000') in text
     assert "gpucluster_collective_time_seconds{" in text
+
+
+def test_simulation_families_and_cli(tmp_path):
+    import json
+
+    from tests_cli_helpers import assert_one_line_error, run
+    summary = {"schema": "gpucluster-simulation/v1", "scenario": "s", "policy": "fifo",
+               "utilization": {"allocation": 0.5, "busy": 0.4}, "gpu_hours": {"useful": 2.0},
+               "jobs": {"total": 3, "completed": 2, "failed": 1, "not_run": {}}, "goodput": 0.9,
+               "classes": {"llm": {"wait_s": {"mean": 5.0, "p99": None}, "jct_s": {"p50": 60.0}}},
+               "cost": {"on_prem_usd": 10.0}}
+    p = tmp_path / "sim.json"
+    p.write_text(json.dumps(summary))
+    text = run("metrics", str(p), check_rc=0).stdout
+    assert 'gpucluster_sim_utilization_ratio{scenario="s",policy="fifo",kind="busy"} 0.4' in text
+    assert 'gpucluster_sim_gpu_seconds{scenario="s",policy="fifo",use="useful"} 7200' in text
+    assert 'gpucluster_sim_jobs{scenario="s",policy="fifo",state="failed"} 1' in text
+    assert 'stat="p99"' not in text and 'gpucluster_sim_wait_seconds{scenario="s",policy="fifo",workload="llm",' \
+                                       'stat="mean"} 5' in text
+    out = tmp_path / "sim.prom"
+    run("metrics", str(p), "-o", str(out), check_rc=0)
+    assert out.read_text() == text
+    p.write_text('{"schema": "other"}')
+    assert_one_line_error(run("metrics", str(p)), "no metrics")

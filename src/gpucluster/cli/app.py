@@ -35,6 +35,7 @@ app.add_typer(__import__("gpucluster.cli.bench_cmd", fromlist=["x"]).bench_app, 
 app.command("diagnose")(__import__("gpucluster.cli.diagnose_cmd", fromlist=["x"]).diagnose)
 app.add_typer(__import__("gpucluster.cli.slurm_cmd", fromlist=["x"]).slurm_app, name="slurm")
 app.command("sweep")(__import__("gpucluster.cli.sweep_cmd", fromlist=["x"]).sweep)
+app.command("metrics")(__import__("gpucluster.cli.metrics_cmd", fromlist=["x"]).metrics)
 
 
 def _global_flags(argv: list[str]) -> tuple[list[str], bool]:

@@ -90,3 +90,35 @@ def collective_families(result: dict) -> list[Family]:
         time_s.add(r["time_us"] * 1e-6, **lab)
         wrong.add(r["wrong"], **lab)
     return [busbw, algbw, time_s, wrong]
+
+
+def simulation_families(summary: dict) -> list[Family]:
+    """A `simulate run --json` summary: utilisation ratios, GPU-hours by use, jobs by state, per-class
+    waits and completion times, cost. Gauges: the run's end state, not live counters."""
+    base = {"scenario": summary.get("scenario", ""), "policy": summary.get("policy", "")}
+    util = Family("gpucluster_sim_utilization_ratio", "gauge", "Allocated or busy GPU time / GPU capacity (0..1)")
+    for k in ("allocation", "busy"):
+        if k in summary.get("utilization", {}):
+            util.add(summary["utilization"][k], **base, kind=k)
+    hours = Family("gpucluster_sim_gpu_seconds", "gauge", "GPU time by use, seconds", "seconds")
+    for k, v in summary.get("gpu_hours", {}).items():
+        hours.add(float(v) * 3600, **base, use=k)
+    jobs = Family("gpucluster_sim_jobs", "gauge", "Jobs by final state")
+    for k, v in summary.get("jobs", {}).items():
+        if isinstance(v, (int, float)) and k != "total":
+            jobs.add(v, **base, state=k)
+    goodput = Family("gpucluster_sim_goodput_ratio", "gauge", "Useful GPU time / allocated GPU time (0..1)")
+    if summary.get("goodput") is not None:
+        goodput.add(summary["goodput"], **base)
+    wait = Family("gpucluster_sim_wait_seconds", "gauge", "Queueing wait by workload class", "seconds")
+    jct = Family("gpucluster_sim_completion_seconds", "gauge", "Job completion time by workload class", "seconds")
+    for name, c in (summary.get("classes") or {}).items():
+        for fam, key in ((wait, "wait_s"), (jct, "jct_s")):
+            for q, v in (c.get(key) or {}).items():
+                if v is not None:
+                    fam.add(v, **base, workload=name, stat=q)
+    cost = Family("gpucluster_sim_cost_usd", "gauge", "Cost of the simulated period, US dollars")
+    for k in ("on_prem_usd", "cloud_usd"):
+        if (summary.get("cost") or {}).get(k) is not None:
+            cost.add(summary["cost"][k], **base, where=k.removesuffix("_usd"))
+    return [f for f in (util, hours, jobs, goodput, wait, jct, cost) if f.samples]
