@@ -63,6 +63,8 @@ def submit(target: Annotated[str, typer.Argument(help="Training plan JSON (an sb
            wait: Annotated[Optional[float], typer.Option(help="Stop following after this many seconds")] = None,
            poll: Annotated[float, typer.Option(help="Seconds between polls")] = 2.0,
            job_name: Annotated[str, typer.Option(help="Job name for a generated script")] = "train",
+           script: Annotated[str, typer.Option(help="Training program of a generated script")] = "train.py",
+           arg: Annotated[Optional[list[str]], typer.Option("--arg", help="Its extra arguments (repeat)")] = None,
            sbatch_arg: Annotated[Optional[list[str]], typer.Option(help="Extra sbatch option (repeat)")] = None,
            timeout: Timeout = 30.0, json_out: Json = False) -> None:
     """Submit and follow; report the final state (a killed job is reported as failed, exit 1) and
@@ -75,18 +77,20 @@ def submit(target: Annotated[str, typer.Argument(help="Training plan JSON (an sb
     path = Path(target)
     if not path.is_file():
         raise UserError("no such file", file=target)
-    script = str(path.resolve())
     if path.suffix == ".json":
         from gpucluster.generate.plan_file import load_plan
         from gpucluster.generate.slurm import SlurmOptions, sbatch_script
         from gpucluster.generate.torchrun import Launch
 
-        text = sbatch_script(load_plan(target), Launch(), SlurmOptions(job_name=job_name))
-        fd, script = tempfile.mkstemp(prefix="gpucluster-", suffix=".sbatch")
+        text = sbatch_script(load_plan(target), Launch(script=script, script_args=tuple(arg or ())),
+                             SlurmOptions(job_name=job_name))
+        fd, path_s = tempfile.mkstemp(prefix="gpucluster-", suffix=".sbatch")
         with open(fd, "w") as f:
             f.write(text)
+    else:
+        path_s = str(path.resolve())
     client = _client(timeout)
-    job_id = client.submit(script, list(sbatch_arg or []))
+    job_id = client.submit(path_s, list(sbatch_arg or []))
     _follow_and_report(client, job_id, follow, wait, poll, json_out)
 
 
