@@ -150,7 +150,7 @@ LogFile={r}/log/slurmdbd.log
 
     def run(self, argv: list[str], check: bool = True, timeout: float = 30) -> subprocess.CompletedProcess:
         return subprocess.run(["timeout", str(int(timeout)), *argv], env=self.env, capture_output=True, text=True,
-                              check=check, timeout=timeout + 5)
+                              check=check, timeout=timeout + 5, cwd=self.root)  # job output lands here
 
     def start(self) -> SlurmCluster:
         self._write_conf()
