@@ -73,6 +73,7 @@ def EXTRA_REPORTS(cluster: Path) -> dict[str, list[str]]:
         "check": ["check", str(cluster), "--job", "examples/jobs/bad-train.sbatch"],
         "simulate-compare": ["simulate", "compare", str(scenario), "--policies", "fifo,sjf"],
         "comm": ["comm", "--cluster", str(cluster), "--gpus", "64"],
+        "sweep": ["sweep", "examples/sweeps/plan-grid.yaml", "--workers", "2"],
         "diagnose": ["diagnose", "--cluster", "examples/h100-64-ib.yaml", str(_bench_result(cluster.parent))],
     }
 
@@ -137,7 +138,7 @@ def test_the_script_in_a_cluster_name_shows_as_text(browser, reports):
     from selenium.common.exceptions import NoAlertPresentException
 
     for name, path in reports.items():
-        if name in ("plan-serve", "diagnose", "comm"):   # they name no cluster (comm names its file)
+        if name in ("plan-serve", "diagnose", "comm", "sweep"):   # they name no cluster (comm names its file)
             continue
         _load(browser, path)
         with pytest.raises(NoAlertPresentException):

@@ -38,6 +38,7 @@ SAMPLES = {
     "jct_distribution": lambda: O.jct_distribution({"fifo": [3600.0, 7200.0, 36000.0], "sjf": [1800.0, 3600.0]}),
     "bandwidth_curves": lambda: O.bandwidth_curves("all_reduce", [(2**20, 50.0), (2**30, 400.0)],
                                                    [(2**20, 40.0), (2**30, 380.0)], where="on 16 GPUs"),
+    "sweep_field": lambda: O.sweep_field("best.step_s", ["model=a", "model=b"], [4.8, 8.9]),
 }
 
 UNIT = re.compile(r"\([^()]*[A-Za-z%$][^()]*\)")
@@ -77,3 +78,8 @@ def test_empty_inputs_give_a_caption_not_a_crash():
     assert "No job" in O.jct_distribution({"fifo": []}).caption
     assert "no samples" in O.sim_utilization({"fifo": {}}).caption
     assert "Only one" in F.scaling_curve([{"gpus": 8, "time_s": 1e6, "cost_usd": None}], 8).caption
+
+
+def test_sweep_units_come_from_the_field_names():
+    assert O.field_unit("best.step_s") == "s" and O.field_unit("gpu_hours") == "GPU-hours"
+    assert O.field_unit("best.mfu") == "fraction, 0-1" and O.field_unit("cost.total_usd") == "$"

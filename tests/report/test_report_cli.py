@@ -103,3 +103,11 @@ def test_fabric_commands_write_bandwidth_reports(tmp_path):
     assert proc.returncode == 1, proc.stderr
     page = out.read_text()
     assert 'data-figure="bandwidth-scale-out"' in page and "measured" in page
+
+
+def test_sweep_html(tmp_path):
+    out = tmp_path / "sweep.html"
+    proc = run("sweep", "examples/sweeps/plan-grid.yaml", "--workers", "2", "--html", str(out))
+    assert proc.returncode == 0, proc.stderr
+    page = out.read_text()
+    assert 'data-figure="sweep-best.step_s"' in page and 'data-figure="sweep-gpu_hours"' in page

@@ -239,6 +239,38 @@ def bandwidth_curves(op: str, expected: Sequence[tuple[float, float]],
     return Figure("bandwidth", f"Bus bandwidth against message size: {op}", caption, fig)
 
 
+UNITS = (("_usd", "$"), ("_s", "s"), ("gpu_hours", "GPU-hours"), ("_hours", "h"), ("_h", "h"), ("_bytes", "bytes"), ("_gbps", "GB/s"),
+         ("_kw", "kW"), ("_gib", "GiB"), ("tokens_per_s", "tokens/s"))
+FRACTIONS = ("mfu", "hfu", "goodput", "allocation", "busy", "ratio", "share", "utilization")
+
+
+def field_unit(name: str) -> str:
+    """The unit a result field's name states (the project's naming convention), else 'count'."""
+    last = name.rsplit(".", 1)[-1]
+    if any(last == f or last.endswith("_" + f) for f in FRACTIONS):
+        return "fraction, 0-1"
+    return next((u for suffix, u in UNITS if last.endswith(suffix)), "as the command prints it")
+
+
+def sweep_field(field: str, labels: Sequence[str], values: Sequence[float]) -> Figure:
+    """One kept result field across a sweep's tasks (bar per task, best marked)."""
+    g = go()
+    unit = field_unit(field)
+    lower_better = unit in ("s", "h", "$") or field.endswith("gpu_hours")
+    best = (min if lower_better else max)(range(len(values)), key=lambda i: values[i]) if values else None
+    fig = g.Figure(g.Bar(x=[label(x) for x in labels], y=list(values),
+                         marker_color=[PALETTE[2] if i == best else PALETTE[0] for i in range(len(values))],
+                         hovertemplate="%{x}: %{y:.4g}<extra></extra>"))
+    styled(fig, "task (the grid's parameters)", f"{label(field)} ({unit})")
+    if best is None:
+        return Figure(f"sweep-{field}", f"Sweep: {field}", "No task returned this field.", fig)
+    lo, hi = min(values), max(values)
+    caption = (f"{field} ranges from {lo:.4g} to {hi:.4g} ({unit})"
+               + (f", a {hi / lo:.2f}x spread" if lo > 0 else "") + f" across {len(values)} tasks; the "
+               f"{'lowest' if lower_better else 'highest'} (green) is {labels[best]}.")
+    return Figure(f"sweep-{field}", f"Sweep: {field}", caption, fig)
+
+
 def _bytes(n: float) -> str:
     for unit, div in (("GB", 2**30), ("MB", 2**20), ("KB", 2**10)):
         if n >= div:

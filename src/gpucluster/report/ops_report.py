@@ -250,3 +250,37 @@ def diagnose_report(cluster: str, threshold: float, findings: list) -> Report:
 
 def write_diagnose_report(cluster: str, threshold: float, findings: list, path: str) -> None:
     write_report(diagnose_report(cluster, threshold, findings), path)
+
+
+def sweep_report(result: dict[str, Any]) -> Report:
+    """A sweep's tasks: one bar chart per numeric field kept, and the table of every task."""
+    from gpucluster.report.figures_ops import sweep_field
+
+    tasks = result["tasks"]
+    varying = [k for k in (tasks[0]["params"] if tasks else {})
+               if len({str(t["params"].get(k)) for t in tasks}) > 1]
+    def name(t: dict) -> str:
+        return ", ".join(f"{k}={_short(t['params'][k])}" for k in varying) or "the only task"
+    ok = [t for t in tasks if t["ok"]]
+    fields = [f for f in (ok[0]["result"] if ok else {})
+              if all(isinstance(t["result"].get(f), (int, float)) and not isinstance(t["result"].get(f), bool)
+                     for t in ok)]
+    figures = [sweep_field(f, [name(t) for t in ok], [float(t["result"][f]) for t in ok]) for f in fields[:6]]
+    keys = list(tasks[0]["params"]) if tasks else []
+    rows = [[*(_short(t["params"].get(k)) for k in keys), "ok" if t["ok"] else "FAILED",
+             *(t["result"].get(f) if t["ok"] else "" for f in fields), "" if t["ok"] else t["error"]] for t in tasks]
+    table = Table("Tasks", [*keys, "status", *fields, "error"], rows)
+    concl = [f"{result['ok']} of {len(tasks)} tasks ran" + (f"; {result['failed']} failed (see the table)"
+                                                            if result["failed"] else "")]
+    return Report(title=f"Sweep: {result['name']}", subtitle=f"on {result['engine']}",
+                  facts=[("tasks", str(len(tasks))), ("ok", str(result["ok"])), ("failed", str(result["failed"]))],
+                  conclusions=concl, figures=figures, tables=[table])
+
+
+def _short(v: Any) -> str:
+    text = str(v)
+    return text.rsplit("/", 1)[-1] if "/" in text and len(text) > 30 else text
+
+
+def write_sweep_report(result: dict[str, Any], path: str) -> None:
+    write_report(sweep_report(result), path)
