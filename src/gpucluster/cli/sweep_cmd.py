@@ -13,6 +13,7 @@ def sweep(
     workers: Annotated[Optional[int], typer.Option(help="Local processes at once (default: CPU count)")] = None,
     out: Annotated[Optional[str], typer.Option("--out", "-o", help="Write the JSON results here")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
+    html: Annotated[Optional[str], typer.Option(help="Also write a self-contained HTML report with plots")] = None,
 ) -> None:
     """Run every combination of the grid; a failed task is reported with its parameters and the
     rest complete (exit 1 when any failed)."""
@@ -48,6 +49,9 @@ def sweep(
                 console.print(f"  [green]ok[/]     {escape(params)}: {escape(shown)}")
             else:
                 console.print(f"  [red]FAILED[/] {escape(params)}: {escape(t['error'])}")
+    if html:
+        from gpucluster.report.ops_report import write_sweep_report
+        write_sweep_report(result, html)
     if result["failed"]:
         raise typer.Exit(1)
 
