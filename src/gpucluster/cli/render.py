@@ -24,7 +24,20 @@ def set_quiet(quiet: bool = True) -> None:
 
 
 def print_json(obj: Any) -> None:
-    sys.stdout.write(json.dumps(obj, indent=2, default=_default, allow_nan=False) + "\n")
+    """Strict JSON: an infinite or undefined number (a break-even that never comes) is null."""
+    sys.stdout.write(json.dumps(_finite(obj), indent=2, default=_default, allow_nan=False) + "\n")
+
+
+def _finite(obj: Any) -> Any:
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_finite(v) for v in obj]
+    if hasattr(obj, "item") and not isinstance(obj, str | bytes):
+        return _finite(obj.item())
+    return obj
 
 
 def _default(o: Any) -> Any:
