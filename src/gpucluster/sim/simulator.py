@@ -58,6 +58,7 @@ class Simulation:
         self.running: dict[int, Job] = {}
         self.table = RunningTable()
         self.busy_rate = 0.0            # GPUs computing now (allocated x the jobs' gpu_util)
+        self.queue_usage: dict[str, float] = {}   # GPUs held per queue (Kueue quotas)
         self.epoch = 0
         self._full = True
         self._new: set[int] = set()
@@ -156,7 +157,7 @@ class Simulation:
         self._pass_token = None
         if self.queue or self.policy.tick_s:
             view = View(self.kernel.now, self.state, self.queue, self.running, self._full, self._new, self.epoch,
-                        self.cfg.quotas, self.table, self.frag, self.type_masks)
+                        self.cfg.quotas, self.table, self.frag, self.type_masks, self.queue_usage)
             self._full = False
             self._new = set()
             for d in self.policy.schedule(view):
@@ -203,6 +204,7 @@ class Simulation:
             job.first_start = now
         self.running[job.id] = job
         self.busy_rate += job.gpu_share * job.util
+        self.queue_usage[job.queue] = self.queue_usage.get(job.queue, 0.0) + job.gpu_share
         if job.kind == "pipeline" and self.pipelines is not None:
             job.expected_end = INF
             self.table.add(job.id, INF, job.gpu_share, int(st.type_index[job.gpu_type]))
@@ -273,6 +275,7 @@ class Simulation:
         st.release(job.id, job.alloc, job.milli, job.cpu_milli, job.mem_mib)
         del self.running[job.id]
         self.busy_rate -= job.gpu_share * job.util
+        self.queue_usage[job.queue] -= job.gpu_share
         self.table.remove(job.id)
         if not on_schedule:
             self.epoch += 1

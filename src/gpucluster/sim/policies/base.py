@@ -57,6 +57,7 @@ class View:
     running_table: Any = None        # RunningTable: expected ends per GPU type (numpy)
     frag: Any = None                 # fragmentation model (fgd)
     type_masks: dict = field(default_factory=dict)
+    queue_usage: dict[str, float] = field(default_factory=dict)   # GPUs held by running jobs, per queue
 
     def mask(self, gpu_type: str | None) -> np.ndarray | None:
         if gpu_type is None or len(self.state.types) == 1:

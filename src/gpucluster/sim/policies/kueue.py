@@ -39,9 +39,7 @@ class KueueLike(Policy):
         return INF if spec is None or spec.borrowing_limit is None else float(spec.borrowing_limit)
 
     def schedule(self, view: View) -> list[Decision]:
-        usage: dict[str, float] = {}
-        for j in view.running.values():
-            usage[j.queue] = usage.get(j.queue, 0.0) + j.gpu_share
+        usage = dict(view.queue_usage)
         nominal = {q: float(spec.gpus) for q, spec in self.queues.items()}
 
         def unused(q: str) -> float:

@@ -42,27 +42,38 @@ class LeastAttainedService(Policy):
     def schedule(self, view: View) -> list[Decision]:
         scr = Scratch(view.state)
         out: list[Decision] = list(self.greedy(view, view.queue[:self.depth], blocking=False, scr=scr))
-        started = {d.job.id for d in out}
-        if not view.full:
+        if not view.full or len(out) >= len(view.queue):
             return out
+        started = {d.job.id for d in out}
         now = view.now
-        victims = sorted((j for j in view.running.values() if now - j.run_start >= self.tick_s),
-                         key=lambda j: (-self._live_level(j, now), -j.priority, -j.attained, -j.id))
+        top = len(self.thresholds)
+        waiting = [j for j in view.queue[:self.depth] if j.id not in started and self.level(j.attained) < top]
+        if not waiting:
+            return out
+        victims = [(self._live_level(j, now), j) for j in view.running.values()
+                   if now - j.run_start >= self.tick_s and j.kind != "pipeline"]
+        victims.sort(key=lambda lv: (-lv[0], -lv[1].priority, -lv[1].attained, -lv[1].id))
         taken: set[int] = set()
-        tries = 0
-        for job in view.queue[:self.depth]:
-            if job.id in started or not victims:
-                continue
-            tries += 1
-            if tries > 10:  # preemption rounds per pass, so a long queue costs O(10 x running)
-                break
+        for job in waiting[:10]:  # preemption rounds per pass, so a long queue costs O(10 x running)
             lvl = self.level(job.attained)
-            chosen, trial = [], _clone(scr)
-            for v in victims:
-                if v.id in taken or self._live_level(v, now) <= lvl or v.priority > job.priority:
+            free = sum(scr.avail[view.mask(t)].sum() if view.mask(t) is not None else scr.avail.sum()
+                       for t in view.types_for(job)[:1])
+            chosen, trial, freed = [], None, 0.0
+            for vl, v in victims:
+                if vl <= lvl:
+                    break   # sorted by level: no lower-priority job left
+                if v.id in taken or v.priority > job.priority:
                     continue
                 chosen.append(v)
-                trial.give(v.alloc, v.milli, v.cpu_milli, v.mem_mib)
+                freed += v.gpu_share
+                if free + freed < job.gpu_share:
+                    continue    # not enough GPUs yet: do not try to place
+                if trial is None:
+                    trial = _clone(scr)
+                    for c in chosen:
+                        trial.give(c.alloc, c.milli, c.cpu_milli, c.mem_mib)
+                else:
+                    trial.give(v.alloc, v.milli, v.cpu_milli, v.mem_mib)
                 g = self.place(view, trial, job)
                 if g is not None:
                     trial.take(g, job.milli, job.cpu_milli, job.mem_mib)
