@@ -57,24 +57,26 @@ class EasyBackfill(Policy):
         for job in islice(it, self.depth):
             if not view.full and job.id not in new:
                 continue
-            shape = (job.types, job.milli)
+            # types it may use now: any type but the head's; the head's only if it ends before the
+            # shadow time or fits in the extra GPUs (so it cannot delay the head)
+            ok = [t for t in self.types_order(view, job)
+                  if shadow == INF or (rtype is not None and t != rtype)
+                  or view.now + job.est_duration(t) <= shadow or job.gpu_share <= extra]
+            if not ok:
+                continue
+            shape = (job.types, job.milli, tuple(ok))
             if failed.get(shape, 1 << 62) <= job.gpus:
                 continue
-            if job.gpu_share > extra and shadow < INF:
-                # cheap test before placing: a job that would outlast the shadow on every type it can use
-                types = view.types_for(job)
-                if all(t == rtype or rtype is None for t in types) and all(
-                        view.now + job.est_duration(t) > shadow for t in types):
-                    continue
-            g = self.place(view, scr, job)
+            g = None
+            for t in ok:
+                g = self.place(view, scr, job, gpu_type=t) if t is not None else self.place(view, scr, job)
+                if g is not None:
+                    break
             if g is None:
                 failed[shape] = min(failed.get(shape, 1 << 62), job.gpus)
                 continue
             t = view.state.types[view.state.node_type[view.state.gpu_node[g[0]]]]
-            ends = view.now + job.est_duration(t)
-            if ends > shadow and (rtype is None or t == rtype):
-                if job.gpu_share > extra:
-                    continue
+            if shadow < INF and (rtype is None or t == rtype) and view.now + job.est_duration(t) > shadow:
                 extra -= job.gpu_share
             scr.take(g, job.milli, job.cpu_milli, job.mem_mib)
             out.append(Start(job, g))
