@@ -121,7 +121,8 @@ ROWS = [
     ("lost to failures GPU-h", lambda s: num(s["gpu_hours"]["lost_failures"], 0)),
     ("lost to preemption GPU-h", lambda s: num(s["gpu_hours"]["lost_preemption"], 0)),
     ("SLO misses", lambda s: pct(_slo(s), 2) if s.get("services") else "-"),
-    ("$ per useful GPU-h", lambda s: num(s["cost"].get("usd_per_useful_gpu_hour"), 2)),
+    ("work done (ref. GPU-h)", lambda s: num(s.get("work_reference_gpu_hours"), 0)),
+    ("$ per GPU-h of work", lambda s: num(s["cost"].get("usd_per_work_gpu_hour"), 2)),
 ]
 
 

@@ -154,4 +154,8 @@ def gpu_time(jobs: list[Job]) -> dict[str, float]:
             "restart": sum(j.restart_gpu_s for j in jobs), "lost_failures": sum(j.lost_gpu_s for j in jobs),
             "lost_preemption": sum(j.preempt_lost_gpu_s for j in jobs),
             "busy": sum((j.useful_gpu_s + j.lost_gpu_s + j.preempt_lost_gpu_s) * j.util
-                        for j in jobs if j.kind != "replica")}
+                        for j in jobs if j.kind != "replica"),
+            # work done in GPU-seconds of the jobs' reference GPU type (a faster type does the same
+            # work in fewer GPU-hours); replicas and pipelines count their useful GPU time
+            "work": sum(j.gpu_share * j.done if j.kind in ("training", "batch") else j.useful_gpu_s
+                        for j in jobs)}

@@ -23,7 +23,7 @@ def _price(loaded: LoadedScenario, pool: Any) -> tuple[float | None, str]:
     return p.value, f"catalog rental price of {pool.gpu} ({src.title if src else p.source})"
 
 
-def _cost(sim: Any, loaded: LoadedScenario, hours: float, useful_h: float) -> dict[str, Any]:
+def _cost(sim: Any, loaded: LoadedScenario, hours: float, useful_h: float, work_h: float) -> dict[str, Any]:
     out: dict[str, Any] = {"on_prem_usd": None, "cloud_usd": 0.0, "sources": []}
     if loaded.cluster is not None:
         total = 0.0
@@ -51,6 +51,7 @@ def _cost(sim: Any, loaded: LoadedScenario, hours: float, useful_h: float) -> di
     if out["on_prem_usd"] is not None:
         out["total_usd"] = out["on_prem_usd"] + out["cloud_usd"]
         out["usd_per_useful_gpu_hour"] = out["total_usd"] / useful_h if useful_h > 0 else None
+        out["usd_per_work_gpu_hour"] = out["total_usd"] / work_h if work_h > 0 else None
     return out
 
 
@@ -94,7 +95,8 @@ def summarize(sim: Any, loaded: LoadedScenario, wall_s: float) -> dict[str, Any]
             "cloud_capacity_gpu_hours": st.cloud_capacity_gpu_s / H, "cloud_allocated_gpu_hours":
                 st.cloud_alloc_gpu_s / H,
             "idle_gpu_hours": st.idle_gpu_s / H, "down_gpu_hours": st.down_gpu_s / H},
-        "gpu_hours": {k: v / H for k, v in gt.items() if k != "busy"},
+        "gpu_hours": {k: v / H for k, v in gt.items() if k not in ("busy", "work")},
+        "work_reference_gpu_hours": gt["work"] / H,
         "goodput": gt["useful"] / alloc if alloc else None,
         "makespan_s": (max(j.end for j in done) - first) if done else None,
         "classes": job_classes([j for j in jobs]),
@@ -119,7 +121,7 @@ def summarize(sim: Any, loaded: LoadedScenario, wall_s: float) -> dict[str, Any]
             "peak_replicas": s.peak_replicas, "ready_gpu_hours": s.ready_gpu_s / H,
             "mean_load": s.busy_gpu_s / s.ready_gpu_s if s.ready_gpu_s else None} for s in sim.services}
     out["fragmentation"] = _frag(sim)
-    out["cost"] = _cost(sim, loaded, end / H, gt["useful"] / H)
+    out["cost"] = _cost(sim, loaded, end / H, gt["useful"] / H, gt["work"] / H)
     out["timeseries"] = sim.recorder.series(end, min(loaded.spec.samples, 500)) if sim.recorder else {}
     out["traces"] = sim.trace_reports
     out["notes"] = sim.notes
