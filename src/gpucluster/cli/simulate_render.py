@@ -62,6 +62,8 @@ def render_summary(s: dict[str, Any]) -> None:
         c.print(f"Failures: {f['count']:,}, {f['hardware']:,} of them hardware ({seen}; expected one every "
                 f"{f['expected_cluster_mtbf_hours']:.1f} h, {f['per_gpu_hour']:.3g} per GPU-hour, "
                 f"{f['distribution']}); {f['jobs_interrupted']:,} job interruptions")
+        if f.get("by_component"):
+            c.print("  by component: " + ", ".join(f"{k} {v}" for k, v in f["by_component"].items()))
         c.print(f"  rate: {f['source']}")
         c.print(f"  repair: {f['repair_hours_default']:g} h after a hardware failure unless the scenario says "
                 f"(reliability data node_repair_h: {f['repair_source'].split(':')[0]})")

@@ -104,7 +104,11 @@ def summarize(sim: Any, loaded: LoadedScenario, wall_s: float) -> dict[str, Any]
     f = sim.failures
     if f is not None:
         n = len(f.records)
+        by: dict[str, int] = {}
+        for r in f.records:
+            by[r.component] = by.get(r.component, 0) + 1
         out["failures"] = {"count": n, "hardware": sum(r.hardware for r in f.records),
+                           "by_component": dict(sorted(by.items(), key=lambda kv: -kv[1])),
                            "per_gpu_hour": f.per_gpu_hour, "source": f.source,
                            "repair_hours_default": f.rates.repair_hours, "repair_source": f.rates.repair_source,
                            "distribution": loaded.spec.failures.distribution,
