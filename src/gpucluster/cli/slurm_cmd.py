@@ -132,7 +132,7 @@ def bench(nodes: Annotated[int, typer.Option(help="Nodes")] = 2,
         lines.append(f"#SBATCH --partition={slurm_directive(check_text(partition, '--partition'))}")
     lines += ["set -euo pipefail",
               (f"export MASTER_ADDR={sh(check_text(master_addr, '--master-addr'))}" if master_addr else
-               'export MASTER_ADDR="$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)"'),
+               'export MASTER_ADDR="$(scontrol show hostnames "$SLURM_JOB_NODELIST" | sed -n 1p)"'),
               "export MASTER_PORT=$((29500 + SLURM_JOB_ID % 1000))",
               "srun --kill-on-bad-exit=1 " + sh_join([exe_s, "bench", "collective", "--json", "--op", op, "--min",
                                                       min_size, "--max", max_size, "--step-factor", str(factor),

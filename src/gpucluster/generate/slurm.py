@@ -62,7 +62,8 @@ def sbatch_script(plan: JobPlan, launch: Launch, opts: SlurmOptions) -> str:
     lines += ["", "set -euo pipefail", f"# NCCL for the {comment(plan.scale_out_link or 'single-node')} fabric"]
     for name, value, why in nccl_env(plan, opts.socket_ifname):
         lines.append(f"export {name}={sh(value)}  # {comment(why)}")
-    lines += ['MASTER_ADDR="$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)"',
+    lines += ["# the first node; sed reads to the end, so scontrol gets no SIGPIPE under pipefail (head would)",
+              'MASTER_ADDR="$(scontrol show hostnames "$SLURM_JOB_NODELIST" | sed -n 1p)"',
               "export MASTER_ADDR",
               f"export MASTER_PORT={launch.port}",
               'echo "job $SLURM_JOB_ID on $SLURM_JOB_NUM_NODES node(s), rendezvous $MASTER_ADDR:$MASTER_PORT"']
