@@ -6,7 +6,14 @@ from typing import Annotated
 
 import typer
 
-SCHEMAS = ("cluster", "validation")
+# Each kind: (module, model class); imported only when asked for.
+_MODELS = {
+    "cluster": ("gpucluster.specs.cluster", "ClusterSpec"),
+    "model": ("gpucluster.specs.workload", "TransformerSpec"),
+    "scenario": ("gpucluster.specs.scenario", "Scenario"),
+    "validation": ("gpucluster.specs.validation_case", "ValidationFile"),
+}
+SCHEMAS = tuple(_MODELS)
 
 
 def schema(kind: Annotated[str, typer.Argument(help=f"One of: {', '.join(SCHEMAS)}")]) -> None:
@@ -14,11 +21,9 @@ def schema(kind: Annotated[str, typer.Argument(help=f"One of: {', '.join(SCHEMAS
     from gpucluster.cli.render import print_json
     from gpucluster.errors import unknown_name
 
-    if kind == "cluster":
-        from gpucluster.specs.cluster import ClusterSpec
-        print_json(ClusterSpec.model_json_schema())
-    elif kind == "validation":
-        from gpucluster.specs.validation_case import ValidationFile
-        print_json(ValidationFile.model_json_schema(by_alias=True))
-    else:
+    import importlib
+
+    if kind not in _MODELS:
         raise unknown_name("schema", kind, SCHEMAS, field="KIND")
+    module, name = _MODELS[kind]
+    print_json(getattr(importlib.import_module(module), name).model_json_schema(by_alias=True))
