@@ -40,6 +40,8 @@ def test_catalog_unknown_name_suggests():
 def test_schema_cluster_is_json_schema():
     schema = json.loads(run("schema", "cluster", check_rc=0).stdout)
     assert schema["type"] == "object" and "node_pools" in schema["properties"]
+    for kind, field in (("model", "layers"), ("scenario", "cluster"), ("validation", "cases")):
+        assert field in json.loads(run("schema", kind, check_rc=0).stdout)["properties"], kind
     assert_one_line_error(run("schema", "clustr"), "cluster")
 
 
