@@ -43,7 +43,7 @@ def gemm(sizes: list[int], precisions: list[str], iters: int = 20, warmup: int =
         for n in sizes:
             a = torch.randn(n, n, device="cuda", dtype=dtype)
             b = torch.randn(n, n, device="cuda", dtype=dtype)
-            t = _time_cuda(torch, lambda: a @ b, iters, warmup)
+            t = _time_cuda(torch, lambda a=a, b=b: a @ b, iters, warmup)
             rows.append({"m": n, "n": n, "k": n, "precision": prec, "time_s": t, "tflops": 2 * n ** 3 / t / 1e12})
             del a, b
     return rows

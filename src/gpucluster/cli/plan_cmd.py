@@ -40,18 +40,13 @@ def train(
     """Predict step time, memory, MFU, time and GPU-hours to train, and find the best parallel layout."""
     from gpucluster.cli.plan_render import render_json, render_plan
     from gpucluster.errors import UserError
-    from gpucluster.plan.fabric_from import from_cluster, from_flags
+    from gpucluster.plan.fabric_from import from_options
     from gpucluster.plan.train_plan import plan_training
     from gpucluster.specs.workload import load_model_spec
     from gpucluster.units import parse_count
 
     spec = load_model_spec(model)
-    if cluster is not None:
-        target = from_cluster(cluster, pool, nodes)
-    elif gpu is not None:
-        target = from_flags(gpu, nodes or 1, nic, nics_per_node)
-    else:
-        raise UserError("give --cluster FILE, or --gpu TYPE:COUNT with --nodes N (e.g. --gpu H100:8 --nodes 16)")
+    target = from_options(cluster, pool, gpu, nodes, nic, nics_per_node)
     if precision not in ("bf16", "fp16", "fp8"):
         raise UserError(f"must be bf16, fp16 or fp8, got {precision!r}", field="--precision")
     if precision not in target.fabric.gpu.peak_tflops:

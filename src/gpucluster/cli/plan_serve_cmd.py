@@ -68,7 +68,7 @@ def serve(
     from gpucluster.errors import UserError
     from gpucluster.model.serving.kv_cache import KV_BYTES, WEIGHT_BYTES, Quant
     from gpucluster.model.serving.queueing import Lengths, Traffic
-    from gpucluster.plan.fabric_from import from_cluster, from_flags
+    from gpucluster.plan.fabric_from import from_flags, from_options
     from gpucluster.plan.serve_search import search
     from gpucluster.specs.workload import load_model_spec
 
@@ -90,12 +90,7 @@ def serve(
     tpot = parse_duration(slo_tpot, "--slo-tpot") if slo_tpot else None
     spec = load_model_spec(model)
 
-    if cluster is not None:
-        target = from_cluster(cluster, pool, nodes)
-    elif gpu is not None:
-        target = from_flags(gpu, nodes or 1, nic, None)
-    else:
-        raise UserError("give --gpu TYPE:COUNT (e.g. --gpu H100:8) or --cluster FILE")
+    target = from_options(cluster, pool, gpu, nodes, nic, None)
     fabrics = [target.fabric]
     per_node = target.fabric.gpus_per_node
     if compare:

@@ -58,3 +58,14 @@ def with_network(target: PlanTarget, nic: str, nics_per_node: int) -> PlanTarget
                          nic_gbps_per_gpu(entry.line_rate_gbit.value, nics_per_node, f.gpus_per_node),
                          1.0, f.nodes_per_leaf, f"{nics_per_node} x {entry.name}")
     return PlanTarget(fab, target.gpus, target.nodes, target.description)
+
+
+def from_options(cluster: str | None, pool: str | None, gpu: str | None, nodes: int | None, nic: str,
+                 nics_per_node: int | None) -> PlanTarget:
+    """The planners' shared `--cluster FILE [--pool]` or `--gpu TYPE:COUNT [--nodes]` choice."""
+    if cluster is not None:
+        return from_cluster(cluster, pool, nodes)
+    if gpu is not None:
+        return from_flags(gpu, nodes or 1, nic, nics_per_node)
+    raise UserError("give --cluster FILE, or --gpu TYPE:COUNT (with --nodes N for several nodes, "
+                    "e.g. --gpu H100:8 --nodes 16)")
