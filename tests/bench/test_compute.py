@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from tests_cli_helpers import EXE, ROOT, assert_one_line_error, run
+from tests_cli_helpers import EXE, assert_one_line_error, run
 
 torch = pytest.importorskip("torch")
 
