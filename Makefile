@@ -66,6 +66,7 @@ bench: $(STAMP)
 	-$(BIN)/python benchmarks/training_accuracy.py
 	-$(BIN)/python benchmarks/training_fit.py
 	-$(BIN)/python benchmarks/training_speed.py
+	-$(BIN)/python benchmarks/inference_accuracy.py
 	-$(BIN)/python benchmarks/cli_startup.py
 
 clean:
