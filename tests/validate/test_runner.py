@@ -80,6 +80,12 @@ def test_unsupported_kinds_and_fields_get_a_reason(tmp_path):
             hardware: {gpu: Z9000, gpus: 8, gpus_per_node: 8}
             collective: {op: all_reduce, bytes: 1048576, gpus: 8}
             measured: {busbw_gbps: 40}
+          - id: serve-no-net
+            kind: inference
+            hardware: {gpu: H100, gpus: 16, gpus_per_node: 8}
+            model: {layers: 80, hidden: 8192, heads: 64, kv_heads: 8, ffn_hidden: 28672, gated_mlp: true, vocab: 32000}
+            serving: {tp: 8, pp: 2, batch: 16, input_tokens: 128, output_tokens: 8, precision: fp8}
+            measured: {tokens_per_s: 600}
           - id: odd-metric
             kind: collective
             hardware: {gpu: H100, gpus: 8, gpus_per_node: 8}
@@ -92,6 +98,7 @@ def test_unsupported_kinds_and_fields_get_a_reason(tmp_path):
     assert "scan" in reasons["odd-op"]
     assert "Z9000" in reasons["unknown-gpu"]
     assert "latency_ms" in reasons["odd-metric"]
+    assert "scale_out" in reasons["serve-no-net"]
 
 
 @pytest.mark.parametrize("text, expect", [

@@ -22,8 +22,8 @@ from gpucluster.model.serving.step_time import Replica, decode_step_time, prefil
 from gpucluster.model.transformer_params import layout_problems
 from gpucluster.specs.validation_case import Case, Hardware
 from gpucluster.specs.workload import TransformerSpec
-from gpucluster.validate.predictors import Unsupported, predictors, section
-from gpucluster.validate.training_predictor import fabric_for
+from gpucluster.validate.predictors import Unsupported, fabric_for, predictors, section
+
 
 
 class Serving(BaseModel):

@@ -46,6 +46,9 @@ def fabric_for(hw: Hardware) -> TrainingFabric:
     if hw.scale_out is not None:
         link = SCALE_OUT_LINK[hw.scale_out.type]
         gbps = nic_gbps_per_gpu(hw.scale_out.gbps_per_nic, hw.scale_out.nics_per_node, hw.gpus_per_node)
+    elif hw.gpus > hw.domain:
+        raise Unsupported(f"{hw.gpus} GPUs span several NVLink domains of {hw.domain} but hardware.scale_out "
+                          "is not given")
     return TrainingFabric(gpu.name, hw.gpus_per_node, hw.domain, link, gbps)
 
 
@@ -60,7 +63,7 @@ def predict_collective(case: Case) -> dict[str, float]:
     if per_node != hw.gpus_per_node:
         fab = replace(fab, gpus_per_node=per_node, domain=hw.scale_up_domain or per_node)
     if coll.gpus > fab.domain and fab.scale_out_link is None:
-        raise Unsupported("the group spans several nodes but hardware.scale_out is not given")
+        raise Unsupported("the group spans several NVLink domains but hardware.scale_out is not given")
     try:
         group = fab.group(coll.gpus, 1)
     except ValueError as exc:

@@ -50,6 +50,8 @@ def run_file(path: str | Path) -> list[CaseResult]:
                 predicted = predictors.get(case.kind)(case)
             except Unsupported as exc:
                 reason = str(exc)
+            except ValueError as exc:  # a combination the model cannot evaluate: a reason, never a crash
+                reason = f"the model cannot evaluate this case: {exc}"
         for metric, measured in case.measured.items():
             value = predicted.get(metric)
             why = reason

@@ -40,8 +40,6 @@ def predict_training(case: Case) -> dict[str, float]:
     spec: TransformerSpec = section(TransformerSpec, getattr(case, "model", None), "model")
     tr: Training = section(Training, getattr(case, "training", None), "training")
     fab = fabric_for(hw)
-    if hw.gpus > fab.domain and fab.scale_out_link is None:
-        raise Unsupported("the job spans several nodes but hardware.scale_out is not given")
     conv = conventions_for(case.source)
     given: dict[str, Any] = {k: v for k, v in tr.model_dump().items() if v is not None and k != "global_batch"}
     given["flash_attention"] = conv.flash_attention
