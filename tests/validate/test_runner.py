@@ -83,7 +83,7 @@ def test_unsupported_kinds_and_fields_get_a_reason(tmp_path):
           - id: serve-no-net
             kind: inference
             hardware: {gpu: H100, gpus: 16, gpus_per_node: 8}
-            model: {layers: 80, hidden: 8192, heads: 64, kv_heads: 8, ffn_hidden: 28672, gated_mlp: true, vocab: 32000}
+            model: {layers: 80, hidden: 8192, heads: 64, kv_heads: 8, ffn_hidden: 28672, gated_mlp: true, vocab: 32000, seq_len: 4096}
             serving: {tp: 8, pp: 2, batch: 16, input_tokens: 128, output_tokens: 8, precision: fp8}
             measured: {tokens_per_s: 600}
           - id: odd-metric
