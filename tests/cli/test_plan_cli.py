@@ -61,3 +61,7 @@ def test_bad_model_tokens_and_precision():
     assert_one_line_error(run("plan", "train", "--gpu", "A100:8", "--model", "llama2-7b", "--precision", "fp8"),
                           "fp8")
     assert_one_line_error(run("plan", "train", "--model", "llama2-7b"), "--cluster")
+    assert_one_line_error(run("plan", "train", "--gpu", "H100:8", "--model", "llama2-7b", "--seq-len", "0"),
+                          "--seq-len")
+    assert_one_line_error(run("plan", "train", "--gpu", "H100:8", "--model", "llama2-7b", "--global-batch", "0"),
+                          "--global-batch")

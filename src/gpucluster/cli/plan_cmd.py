@@ -51,7 +51,7 @@ def train(
         raise UserError(f"must be bf16, fp16 or fp8, got {precision!r}", field="--precision")
     if precision not in target.fabric.gpu.peak_tflops:
         raise UserError(f"{target.fabric.gpu_name} has no {precision} tensor cores", field="--precision")
-    s = seq_len or spec.seq_len
+    s = seq_len if seq_len is not None else spec.seq_len
     if s < 1:
         raise UserError(f"must be >= 1, got {s}", field="--seq-len")
     if top < 1:
@@ -62,7 +62,7 @@ def train(
         budget = parse_count(tokens) if tokens else int(CHINCHILLA_TOKENS_PER_PARAM * params(spec).active)
     except ValueError as exc:
         raise UserError(str(exc), field="--tokens") from None
-    gbs = global_batch or max(1, round(DEFAULT_BATCH_TOKENS / s))
+    gbs = global_batch if global_batch is not None else max(1, round(DEFAULT_BATCH_TOKENS / s))
     if gbs < 1:
         raise UserError(f"must be >= 1, got {gbs}", field="--global-batch")
     fixed = parse_layout(layout) if layout else {}
