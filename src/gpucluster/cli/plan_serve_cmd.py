@@ -99,7 +99,7 @@ def serve(
         for name in names:
             g, _ = parse_accelerator(name, field="--compare")
             if g.name != target.fabric.gpu_name:
-                fabrics.append(from_flags(f"{g.name}:{per_node}", nodes or 1, nic, None).fabric)
+                fabrics.append(from_flags(f"{g.name}:{per_node}", nodes if nodes is not None else 1, nic, None).fabric)
     cpus = []
     if cpu:
         cname, _, sockets = cpu.partition(":")

@@ -66,6 +66,6 @@ def from_options(cluster: str | None, pool: str | None, gpu: str | None, nodes: 
     if cluster is not None:
         return from_cluster(cluster, pool, nodes)
     if gpu is not None:
-        return from_flags(gpu, nodes or 1, nic, nics_per_node)
+        return from_flags(gpu, nodes if nodes is not None else 1, nic, nics_per_node)
     raise UserError("give --cluster FILE, or --gpu TYPE:COUNT (with --nodes N for several nodes, "
                     "e.g. --gpu H100:8 --nodes 16)")
