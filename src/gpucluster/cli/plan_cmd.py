@@ -57,9 +57,10 @@ def train(
     if top < 1:
         raise UserError(f"must be >= 1, got {top}", field="--top")
     from gpucluster.model.transformer_params import params
-    n_params = params(spec).total
+    counts = params(spec)
+    n_params = counts.total
     try:
-        budget = parse_count(tokens) if tokens else int(CHINCHILLA_TOKENS_PER_PARAM * params(spec).active)
+        budget = parse_count(tokens) if tokens else int(CHINCHILLA_TOKENS_PER_PARAM * counts.active)
     except ValueError as exc:
         raise UserError(str(exc), field="--tokens") from None
     gbs = global_batch if global_batch is not None else max(1, round(DEFAULT_BATCH_TOKENS / s))
