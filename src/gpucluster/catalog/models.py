@@ -116,6 +116,7 @@ class Gpu(Entry):
     scale_up: ScaleUp
     host_link: str = Field(description="PCIe generation to the host, e.g. PCIe5 x16")
     tdp_w: Sourced
+    sm_count: Sourced | None = Field(None, description="streaming multiprocessors (AMD: compute units): GEMM wave quantization")
     prices: Prices = Prices()
     efficiency: Efficiency = Efficiency()
 

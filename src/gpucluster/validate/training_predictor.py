@@ -32,6 +32,7 @@ class Training(BaseModel):
     recompute: Literal["none", "selective", "full"] | None = None
     zero: Literal[0, 1, 2, 3] | None = None
     precision: Literal["fp16", "bf16", "fp8"] = "bf16"
+    attention: Literal["flash", "unfused"] = "flash"
 
 
 @predictors.register("training")
@@ -42,7 +43,7 @@ def predict_training(case: Case) -> dict[str, float]:
     fab = fabric_for(hw)
     conv = conventions_for(case.source)
     given: dict[str, Any] = {k: v for k, v in tr.model_dump().items() if v is not None and k != "global_batch"}
-    given["flash_attention"] = conv.flash_attention
+    given["flash_attention"] = given.pop("attention") == "flash"
     full = {"tp", "pp", "dp", "cp", "ep", "interleave", "micro_batch", "sequence_parallel", "recompute", "zero"}
     if full <= given.keys():
         lay = Layout(global_batch=tr.global_batch, **given)

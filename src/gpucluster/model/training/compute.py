@@ -35,6 +35,18 @@ _BYTES = {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "fp4": 0.5, "int
 DEFAULT_T0_S = 8e-6  # fallback kernel cost where nothing is measured (median of the fits)
 
 
+TILE = 128  # output tile edge of the tensor-core GEMM kernels (cuBLAS/CUTLASS 128x128 class)
+
+
+def wave_factor(m: float, n: float, batch: float, sms: int | None) -> float:
+    """Wave quantization: a GEMM runs ceil(tiles / SMs) full waves of output tiles; the last,
+    partly empty wave costs as much as a full one (>= 1; 1 when the SM count is unknown)."""
+    if not sms:
+        return 1.0
+    tiles = math.ceil(m / TILE) * math.ceil(n / TILE) * max(1.0, batch)
+    return math.ceil(tiles / sms) * sms / tiles
+
+
 @dataclass(frozen=True)
 class GemmCurve:
     gpu: str
@@ -44,17 +56,27 @@ class GemmCurve:
     t0_s: float
     hbm_gbps: float       # achievable, GB/s
     provenance: str
+    sms: int | None = None
+
+    def batched_time_s(self, m: float, n: float, k: float, batch: float = 1.0) -> float:
+        """One kernel of `batch` independent (m x k) @ (k x n) products (cuBLAS batched/strided)."""
+        t_flops = batch * 2.0 * m * n * k * wave_factor(m, n, batch, self.sms) / (self.peak_tflops * 1e12 * self.eff_max)
+        t_bytes = batch * (m * k + k * n + m * n) * _BYTES.get(self.precision, 2) / (self.hbm_gbps * 1e9)
+        return math.hypot(t_flops, t_bytes) + self.t0_s
 
     def time_s(self, m: float, n: float, k: float, count: float = 1.0) -> float:
-        t_flops = 2.0 * m * n * k / (self.peak_tflops * 1e12 * self.eff_max)
-        t_bytes = (m * k + k * n + m * n) * _BYTES.get(self.precision, 2) / (self.hbm_gbps * 1e9)
-        return count * (math.hypot(t_flops, t_bytes) + self.t0_s)
+        """`count` separate kernels of one (m x k) @ (k x n) product each."""
+        return count * self.batched_time_s(m, n, k)
 
 
-def _fit(points) -> tuple[float, float]:
-    """Least squares on relative error of t = a*F + t0 over measured (F, t)."""
-    f = np.array([2.0 * p.m * p.n * p.k for p in points])
-    t = f / (np.array([p.tflops for p in points]) * 1e12)
+def _sms(gpu: Gpu) -> int | None:
+    return int(gpu.sm_count.value) if gpu.sm_count else None
+
+
+def _fit(points, sms: int | None = None) -> tuple[float, float]:
+    """Least squares on relative error of t = a*F*wave + t0 over measured (F, t)."""
+    f = np.array([2.0 * p.m * p.n * p.k * wave_factor(p.m, p.n, 1, sms) for p in points])
+    t = np.array([2.0 * p.m * p.n * p.k / (p.tflops * 1e12) for p in points])
     a_mat = np.stack([f / t, 1.0 / t], axis=1)
     (a, t0), *_ = np.linalg.lstsq(a_mat, np.ones_like(t), rcond=None)
     if t0 < 0:  # a kernel cannot cost negative time: refit through the origin
@@ -85,7 +107,7 @@ def _measured_fits(precision: str) -> tuple[tuple[float, float], ...]:
     for _, g in catalog.gpus.items():
         pts = _square_points(g, precision)
         if len(pts) >= 2 and precision in g.peak_tflops:
-            a, t0 = _fit(pts)
+            a, t0 = _fit(pts, _sms(g))
             out.append((1.0 / (a * g.peak_tflops[precision].value * 1e12), t0))
     return tuple(out)
 
@@ -99,7 +121,7 @@ def gemm_curve(gpu_name: str, precision: str) -> GemmCurve:
     peak = gpu.peak_tflops[precision].value
     pts = _square_points(gpu, precision)
     if len(pts) >= 2:
-        a, t0 = _fit(pts)
+        a, t0 = _fit(pts, _sms(gpu))
         eff = 1.0 / (a * peak * 1e12)
         prov = (f"fitted to {len(pts)} measured {gpu.name} GEMMs "
                 f"({', '.join(sorted({gpu.sources[p.source].title[:40] for p in pts}))})")
@@ -113,7 +135,8 @@ def gemm_curve(gpu_name: str, precision: str) -> GemmCurve:
         t0 = float(np.median([f[1] for f in fits])) if fits else DEFAULT_T0_S
         prov = f"no {precision} GEMM measured on {gpu.name}: median of the chips that have one (estimate)"
     sus, sus_prov = sustained(gpu.name, precision)
-    return GemmCurve(gpu.name, precision, peak, min(eff, 1.0) * sus, t0, hbm_gbps(gpu), f"{prov}; x {sus:g} {sus_prov}")
+    return GemmCurve(gpu.name, precision, peak, min(eff, 1.0) * sus, t0, hbm_gbps(gpu), f"{prov}; x {sus:g} {sus_prov}",
+                     _sms(gpu))
 
 
 @lru_cache(maxsize=None)

@@ -22,13 +22,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from gpucluster.model.training.compute import attention_tflops, elementwise_time_s, gemm_curve
+from gpucluster.model.training.compute import elementwise_time_s, gemm_curve
+from gpucluster.model.training.kernels import layer_kernels
 from gpucluster.model.training.fabric import TrainingFabric
 from gpucluster.model.training.layout import Layout
 from gpucluster.model.training.memory import Memory, _moe_mix, memory
-from gpucluster.model.transformer_flops import (hardware_flops_per_iteration, layer_gemms, logit_gemm,
-                                                model_flops_per_iteration)
-from gpucluster.model.transformer_memory import activation_bytes_per_layer, weight_grad_optimizer_bytes
+from gpucluster.model.transformer_flops import hardware_flops_per_iteration, logit_gemm, model_flops_per_iteration
+from gpucluster.model.transformer_memory import weight_grad_optimizer_bytes
 from gpucluster.model.transformer_params import params, stage_layer_counts
 from gpucluster.specs.workload import TransformerSpec
 
@@ -83,9 +83,9 @@ class Estimate:
 
 @dataclass(frozen=True)
 class _LayerTimes:
-    gemm: float
-    attention: float
-    elementwise: float
+    forward: float   # forward compute of one layer, one micro batch
+    backward: float  # backward compute
+    core: float      # the attention core's forward (selective recompute re-runs it)
     tp: float        # forward TP/SP collectives
     cp: float        # forward exposed CP exchange
     ep: float        # forward all-to-alls
@@ -102,28 +102,8 @@ def _layer(spec: TransformerSpec, lay: Layout, fab: TrainingFabric, seq_len: int
 @lru_cache(maxsize=4096)
 def _layer_cached(spec: TransformerSpec, lay: Layout, fab: TrainingFabric, seq_len: int,
                   dense: bool | None) -> _LayerTimes:
-    curve = gemm_curve(fab.gpu_name, lay.precision)
-    half = gemm_curve(fab.gpu_name, "fp16" if lay.precision == "fp16" else "bf16")
-    attn_rate, _ = attention_tflops(fab.gpu_name)
-    gemm = attn = ew = 0.0
-    # Fused attention skips the masked half of causal scores (Megatron still *counts* the full
-    # s^2 in model FLOPs); unfused attention multiplies the full s x s.
-    for g in layer_gemms(spec, lay.micro_batch, lay.tp, lay.cp, lay.sequence_parallel, lay.ep, seq_len,
-                         dense_layer=dense, causal=lay.flash_attention):
-        if g.kind == "attention":
-            attn += g.flops / (attn_rate * 1e12) if lay.flash_attention else half.time_s(g.m, g.n, g.k, g.count)
-        else:
-            gemm += curve.time_s(g.m, g.n, g.k, g.count)
-            if lay.precision == "fp8":
-                # Transformer Engine casts each GEMM input to FP8 (amax, scale, a transposed copy
-                # for the backward pass): read 2 bytes, write 2 x 1 byte per input element.
-                ew += elementwise_time_s(fab.gpu_name, g.m * g.k * g.count * 4)
-    if not lay.flash_attention:
-        # Scores in HBM: written by QK^T (2 B), softmax reads and writes them (4 B), dropout
-        # writes its mask and output (3 B), score x V reads them (2 B): ~11 bytes per score.
-        scores = lay.micro_batch * spec.heads / lay.tp * (seq_len / lay.cp) * seq_len
-        attn += elementwise_time_s(fab.gpu_name, 11 * scores)
-    ew += elementwise_time_s(fab.gpu_name, elementwise_bytes(spec, lay, seq_len, dense))
+    k = layer_kernels(spec, fab.gpu_name, lay.precision, lay.micro_batch, lay.tp, lay.cp, lay.sequence_parallel,
+                      lay.ep, seq_len, dense, lay.flash_attention)
     tokens = lay.micro_batch * seq_len / lay.cp
     act = tokens * spec.hidden * ACT_BYTES
     tp = 0.0
@@ -137,22 +117,12 @@ def _layer_cached(spec: TransformerSpec, lay: Layout, fab: TrainingFabric, seq_l
         kv_width = (spec.kv_lora_rank or 0) if spec.attention == "mla" else int(spec.kv_heads) * spec.head_dim
         kv = 2 * tokens * kv_width / lay.tp * ACT_BYTES
         ring = (lay.cp - 1) * fab.send_recv_s(kv, lay.tp)
-        cp = max(0.0, ring - attn)  # ring attention overlaps each K/V hop with a block of attention
+        cp = max(0.0, ring - k.core_forward_s)  # ring attention overlaps each K/V hop with a block of attention
     ep = 0.0
     if spec.is_moe and dense is not True and lay.ep > 1:
         a2a = tokens * spec.experts_per_token * spec.hidden * ACT_BYTES / (lay.tp if lay.sequence_parallel else 1)
         ep = 2 * fab.time_s("all_to_all", a2a, lay.ep, lay.tp * lay.cp)
-    return _LayerTimes(gemm, attn, ew, tp, cp, ep)
-
-
-def elementwise_bytes(spec: TransformerSpec, lay: Layout, seq_len: int, dense: bool | None) -> float:
-    """Bytes the element-wise kernels of one layer move in the forward pass.
-
-    Every activation a layer saves for backward is written by one memory-bound kernel
-    (norm, activation function, dropout, residual add) or read by one: about the bytes
-    Korthikanti et al. count as saved, without the attention scores (handled above)."""
-    return activation_bytes_per_layer(spec, lay.micro_batch, lay.tp, lay.sequence_parallel, "none", lay.cp,
-                                      seq_len=seq_len, dense_layer=dense)
+    return _LayerTimes(k.forward(), k.backward(), k.core(), tp, cp, ep)
 
 
 def estimate(spec: TransformerSpec, lay: Layout, fab: TrainingFabric, *, seq_len: int | None = None) -> Estimate:
@@ -167,13 +137,9 @@ def estimate(spec: TransformerSpec, lay: Layout, fab: TrainingFabric, *, seq_len
     def avg(attr: str) -> float:
         return sum(getattr(per_layer[d], attr) * frac[d] for d in per_layer)
 
-    gemm, attn, ew, tp_f, cp_f, ep_f = (avg(a) for a in ("gemm", "attention", "elementwise", "tp", "cp", "ep"))
-    compute_f = gemm + attn + ew
-    # Backward: twice the forward's GEMMs and element-wise work; fused attention's backward
-    # runs 5 matrix products to the forward's 2 (Dao 2023, FlashAttention-2, section 3.2):
-    # 2.5x. The same collectives run again (their transposes).
-    bwd = 2 * (gemm + ew) + (2.5 if lay.flash_attention else 2.0) * attn
-    extra = {"none": 0.0, "selective": attn, "full": compute_f}[lay.recompute]
+    compute_f, bwd, core, tp_f, cp_f, ep_f = (avg(a) for a in ("forward", "backward", "core", "tp", "cp", "ep"))
+    # The backward runs the same collectives again (their transposes).
+    extra = {"none": 0.0, "selective": core, "full": compute_f}[lay.recompute]
     layer_compute = compute_f + bwd + extra
     passes = 3 if lay.recompute == "full" else 2  # full recompute re-runs the forward's collectives
     layer_tp, layer_cp, layer_ep = passes * tp_f, passes * cp_f, passes * ep_f

@@ -1,0 +1,139 @@
+"""The kernels of one transformer layer on one GPU, and their time: a closed-form kernel-level model.
+
+A layer's forward is a fixed sequence of kernels (Megatron-LM's GPT layer, the one
+Megatron-Core, NeMo and Megatron-DeepSpeed run):
+
+    layernorm, QKV GEMM, [attention: one fused kernel | QK^T bmm, scale-mask-softmax,
+    dropout, scores x V bmm, context permute], output GEMM, bias-dropout-add, layernorm,
+    fc1 GEMM, bias-activation, fc2 GEMM, bias-dropout-add
+
+Each kernel costs what the GPU needs for it (GEMMs: compute.GemmCurve, batched and with
+wave quantization; memory-bound kernels: bytes / achievable HBM bandwidth). A pass over a
+layer also cannot run faster than the host issues its kernels (eager PyTorch runs the
+Python op, autograd bookkeeping and the CUDA launch for each, `host_floor_s`): a GPU whose
+kernels are shorter than that waits for the host. That floor is what makes small models
+slow per FLOP (the vTrain runs: ~3 ms per layer and micro batch whatever the width). The backward pass runs two GEMMs per forward GEMM (data and weight
+gradients), FlashAttention's backward kernel (2.5x the forward's work: 5 matrix products
+to 2, Dao 2023), and memory-bound kernels moving about twice the forward's bytes.
+
+Bytes per memory-bound kernel count 2-byte (fp16/bf16) activations: a layernorm reads and
+writes its input (4 B per element), bias + dropout + residual add reads two tensors and
+writes one plus a 1-byte mask (7 B), bias + GeLU reads and writes (4 B; SwiGLU reads two
+halves, 6 B), softmax reads and writes the scores (4 B), dropout on the probabilities
+reads them, writes them and a mask (5 B). With sequence parallelism the norms and
+dropouts see 1/tp of the tokens.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpucluster.model.training.compute import GemmCurve, attention_tflops, gemm_curve, hbm_gbps
+from gpucluster.model.transformer_flops import layer_gemms
+from gpucluster.catalog import catalog
+from gpucluster.specs.workload import TransformerSpec
+
+HOST_S_PER_KERNEL = 55e-6       # host cost of one kernel in eager PyTorch (fitted: see docs/training.md)
+HOST_BLEND_POWER = 2.0          # GPU and host times combine as (g^p + h^p)^(1/p): queueing smooths the max
+BACKWARD_MEMORY_FACTOR = 2.0    # backward memory-bound kernels move ~2x the forward's bytes
+FLASH_BACKWARD_FACTOR = 2.5     # Dao 2023, FlashAttention-2 section 3.2: 5 products to 2
+BACKWARD_KERNELS_PER_FORWARD = 2.0  # data and weight gradients per GEMM; a backward per element-wise op
+
+
+@dataclass(frozen=True)
+class LayerKernels:
+    """GPU seconds of one layer for one micro batch on one GPU (compute only, no communication)."""
+    forward_s: float
+    backward_s: float
+    core_forward_s: float      # the attention core alone (what selective recompute re-runs)
+    gemm_s: float              # forward GEMMs (for the breakdown)
+    memory_s: float            # forward memory-bound kernels
+    kernels: int               # forward kernels
+    core_kernels: int          # forward kernels of the attention core
+
+    def host_bound(self, gpu_s: float, kernels: float) -> float:
+        """A pass of `kernels` kernels that keep the GPU busy `gpu_s` seconds."""
+        host = kernels * HOST_S_PER_KERNEL
+        p = HOST_BLEND_POWER
+        return (gpu_s ** p + host ** p) ** (1 / p)
+
+    def forward(self) -> float:
+        return self.host_bound(self.forward_s, self.kernels)
+
+    def backward(self) -> float:
+        return self.host_bound(self.backward_s, BACKWARD_KERNELS_PER_FORWARD * self.kernels)
+
+    def core(self) -> float:
+        return self.host_bound(self.core_forward_s, self.core_kernels)
+
+
+def layer_kernels(spec: TransformerSpec, gpu_name: str, precision: str, micro_batch: int, tp: int, cp: int,
+                  sp: bool, ep: int, seq_len: int, dense: bool | None, flash: bool) -> LayerKernels:
+    curve = gemm_curve(gpu_name, precision)
+    half = gemm_curve(gpu_name, "fp16" if precision == "fp16" else "bf16")
+    bw = hbm_gbps(catalog.gpus.get(gpu_name)) * 1e9
+    tokens = micro_batch * seq_len / cp
+    norm_tokens = tokens / tp if sp else tokens
+    h = spec.hidden
+    t = {"gemm": 0.0, "memory": 0.0, "core": 0.0, "backward": 0.0}
+    count = {"all": 0, "core": 0}
+
+    def gemm(m: float, n: float, k: float, n_kernels: int) -> None:
+        g = curve.time_s(m, n, k, n_kernels)
+        t["gemm"] += g
+        t["backward"] += 2 * g           # data gradient and weight gradient
+        count["all"] += n_kernels
+
+    def memory(nbytes: float) -> None:
+        t["memory"] += nbytes / bw
+        t["backward"] += BACKWARD_MEMORY_FACTOR * nbytes / bw
+        count["all"] += 1
+
+    memory(4 * norm_tokens * h)                                   # input layernorm
+    for g in layer_gemms(spec, micro_batch, tp, cp, sp, ep, seq_len, dense_layer=dense, causal=flash):
+        if g.kind == "attention":
+            continue
+        if precision == "fp8":
+            # Transformer Engine casts each GEMM input to FP8 (amax, scale, a transposed copy for
+            # the backward): read 2 bytes, write 2 x 1 byte per input element, fused per GEMM.
+            memory(4 * g.m * g.k * g.count)
+        gemm(g.m, g.n, g.k, g.count)
+        if g.name in ("qkv", "q_proj", "kv_up"):
+            fwd, bwd, n = _attention(spec, micro_batch, tp, cp, seq_len, flash, half, gpu_name, bw)
+            t["core"] += fwd
+            t["backward"] += bwd
+            count["all"] += n
+            count["core"] += n
+        elif g.name in ("mlp_fc1", "shared_fc1", "expert_fc1"):
+            width = g.n * g.count / (2 if spec.gated_mlp else 1)
+            memory((6 if spec.gated_mlp else 4) * g.m * width)      # bias + activation (SwiGLU: 2 halves)
+        elif g.name in ("attn_out", "mlp_fc2"):
+            memory(7 * norm_tokens * h)                              # bias + dropout + residual add
+            if g.name == "attn_out":
+                memory(4 * norm_tokens * h)                          # post-attention layernorm
+    forward = t["gemm"] + t["memory"] + t["core"]
+    return LayerKernels(forward, t["backward"], t["core"], t["gemm"], t["memory"], count["all"], count["core"])
+
+
+def _attention(spec: TransformerSpec, micro_batch: int, tp: int, cp: int, seq_len: int, flash: bool,
+               half: GemmCurve, gpu_name: str, bw: float) -> tuple[float, float, int]:
+    """GPU seconds of the attention core's forward and backward (one fused kernel, or the unfused
+    bmm / softmax / dropout / bmm chain), and its forward kernel count."""
+    heads = spec.heads // tp
+    q = seq_len / cp
+    if spec.attention == "mla":
+        qk, v = spec.qk_head_dim, spec.v_dim
+    else:
+        qk = v = spec.head_dim
+    if flash:
+        rate, _ = attention_tflops(gpu_name)
+        # Causal: each query sees half the keys on average (masked blocks skipped).
+        flops = 2 * micro_batch * heads * q * (seq_len / 2) * (qk + v)
+        t = flops / (rate * 1e12)
+        return t, FLASH_BACKWARD_FACTOR * t, 1
+    batch = micro_batch * heads
+    scores = batch * q * seq_len
+    bmm = half.batched_time_s(q, seq_len, qk, batch) + half.batched_time_s(q, v, seq_len, batch)
+    softmax, dropout = 4 * scores / bw, 5 * scores / bw           # fused scale-mask-softmax; dropout + mask
+    permute = 4 * micro_batch * q * heads * v / bw                # context back to [s, b, h]
+    return bmm + softmax + dropout + permute, 2 * bmm + 1.5 * softmax + dropout + permute, 5
