@@ -64,7 +64,7 @@ bench: $(STAMP)
 	-$(BIN)/python benchmarks/collective_accuracy.py
 	-$(BIN)/python benchmarks/collective_fit.py
 	-$(BIN)/python benchmarks/training_accuracy.py
-	-$(BIN)/python benchmarks/training_fit.py
+	-$(BIN)/python benchmarks/cross_validate.py
 	-$(BIN)/python benchmarks/training_speed.py
 	-$(BIN)/python benchmarks/inference_accuracy.py
 	-$(BIN)/python benchmarks/cli_startup.py

@@ -160,10 +160,19 @@ def check_layout(spec: TransformerSpec, tp: int = 1, pp: int = 1, cp: int = 1, e
         raise UserError("; ".join(problems), field="layout")
 
 
-def stage_layer_counts(layers: int, pp: int) -> list[int]:
-    """Layers per pipeline stage, as even as possible. When pp does not divide the layers, the
-    extra layers go to the middle stages first (the first stage also holds the embedding and
-    the most in-flight activations, the last one the logits), then to the last, then the first."""
+def stage_layer_counts(layers: int, pp: int, embedding_layer: bool = False, loss_layer: bool = False) -> list[int]:
+    """Transformer layers per pipeline stage, as even as possible. When pp does not divide the
+    layers, the extra layers go to the middle stages first (the first stage also holds the
+    embedding and the most in-flight activations, the last one the logits), then to the last,
+    then the first. With Megatron-Core's --account-for-embedding-in-pipeline-split and
+    --account-for-loss-in-pipeline-split the embedding and the loss count as one layer each
+    (Llama 3.1 405B: 126 layers + 2 = 128 on pp 8 x interleave 8): the first stage then holds
+    one transformer layer fewer, the last one too."""
+    if pp > 1 and (embedding_layer or loss_layer):
+        counts = stage_layer_counts(layers + int(embedding_layer) + int(loss_layer), pp)
+        counts[0] -= int(embedding_layer)
+        counts[-1] -= int(loss_layer)
+        return counts
     counts = [layers // pp] * pp
     order = list(range(1, pp - 1)) + [pp - 1, 0] if pp > 1 else [0]
     for i in range(layers % pp):

@@ -10,6 +10,7 @@ from gpucluster.specs.loader import load_yaml, parse_data
 from gpucluster.specs.validation_case import ValidationFile
 from gpucluster.validate import training_predictor  # noqa: F401  (registers the `training` kind)
 from gpucluster.validate import inference_predictor  # noqa: F401  (registers the `inference` kind)
+from gpucluster.validate.conventions import compared_metric
 from gpucluster.validate.predictors import Unsupported, predictors
 
 
@@ -53,7 +54,7 @@ def run_file(path: str | Path) -> list[CaseResult]:
             except ValueError as exc:  # a combination the model cannot evaluate: a reason, never a crash
                 reason = f"the model cannot evaluate this case: {exc}"
         for metric, measured in case.measured.items():
-            value = predicted.get(metric)
+            value = predicted.get(compared_metric(case.source, metric))
             why = reason
             if value is None and why is None:
                 why = f"metric {metric!r} is not predicted for {case.kind} (predicted: {', '.join(predicted)})"

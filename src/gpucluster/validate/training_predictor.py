@@ -1,7 +1,9 @@
 """Predict `training` validation cases: the planner on the case's hardware, model and layout.
 
-Layout fields the case leaves out are searched, as the source's engineers would
-have tuned them (the fastest layout that fits)."""
+Every field a case states is a fact about the run and is used as stated; a field it
+leaves out takes its documented default (the stack: `STACK_DEFAULTS`) or, for the
+layout, the planner's search (the fastest layout that fits, as the source's engineers
+would have tuned it). Nothing is read from `source` or `notes`."""
 
 from __future__ import annotations
 
@@ -14,8 +16,11 @@ from gpucluster.model.training.step import estimate
 from gpucluster.plan.train_search import search
 from gpucluster.specs.validation_case import Case, Hardware
 from gpucluster.specs.workload import TransformerSpec
-from gpucluster.validate.conventions import conventions_for
 from gpucluster.validate.predictors import Unsupported, fabric_for, predictors, section
+
+# The stack of today when a case does not say (shared/validation/README.md: attention flash).
+STACK_DEFAULTS: dict[str, Any] = {"attention": "flash", "overlap_dp_comm": True, "overlap_tp_comm": False,
+                                  "moe_overlap": "none"}
 
 
 class Training(BaseModel):
@@ -32,7 +37,27 @@ class Training(BaseModel):
     recompute: Literal["none", "selective", "full"] | None = None
     zero: Literal[0, 1, 2, 3] | None = None
     precision: Literal["fp16", "bf16", "fp8"] = "bf16"
-    attention: Literal["flash", "unfused"] = "flash"
+    attention: Literal["flash", "unfused"] = STACK_DEFAULTS["attention"]
+    overlap_dp_comm: bool = STACK_DEFAULTS["overlap_dp_comm"]
+    overlap_tp_comm: bool = STACK_DEFAULTS["overlap_tp_comm"]
+    moe_overlap: Literal["none", "dualpipe"] = STACK_DEFAULTS["moe_overlap"]
+    pp_embedding_layer: bool | None = None
+    pp_loss_layer: bool | None = None
+
+
+LAYOUT_FIELDS = {"tp", "pp", "dp", "cp", "ep", "interleave", "micro_batch", "sequence_parallel", "recompute", "zero"}
+
+
+def _pipeline_accounting(spec: TransformerSpec, given: dict[str, Any]) -> None:
+    """A stated interleaved layout whose layers do not split evenly ran with Megatron-Core's
+    embedding/loss accounting (the only way Megatron-Core accepts it): apply it."""
+    pp, v = given.get("pp", 1), given.get("interleave", 1)
+    if "pp_embedding_layer" in given or "pp_loss_layer" in given or pp * v <= 1 or spec.layers % (pp * v) == 0:
+        return
+    for emb, loss in ((True, True), (True, False), (False, True)):
+        if (spec.layers + emb + loss) % (pp * v) == 0:
+            given["pp_embedding_layer"], given["pp_loss_layer"] = emb, loss
+            return
 
 
 @predictors.register("training")
@@ -41,11 +66,10 @@ def predict_training(case: Case) -> dict[str, float]:
     spec: TransformerSpec = section(TransformerSpec, getattr(case, "model", None), "model")
     tr: Training = section(Training, getattr(case, "training", None), "training")
     fab = fabric_for(hw)
-    conv = conventions_for(case.source)
     given: dict[str, Any] = {k: v for k, v in tr.model_dump().items() if v is not None and k != "global_batch"}
     given["flash_attention"] = given.pop("attention") == "flash"
-    full = {"tp", "pp", "dp", "cp", "ep", "interleave", "micro_batch", "sequence_parallel", "recompute", "zero"}
-    if full <= given.keys():
+    _pipeline_accounting(spec, given)
+    if LAYOUT_FIELDS <= given.keys():
         lay = Layout(global_batch=tr.global_batch, **given)
         why = problems(spec, lay, hw.gpus)
         if why:
@@ -56,8 +80,13 @@ def predict_training(case: Case) -> dict[str, float]:
     else:
         res = search(spec, fab, hw.gpus, tr.global_batch, fixed=given, top=1)
         if res.best is None:
-            raise Unsupported(f"no layout with the given fields fits ({', '.join(f'{k}={v}' for k, v in given.items())})")
+            reason = res.rejected.most_common(1)[0][0] if res.rejected else "no layout matches the stated fields"
+            if res.smallest_misfit is not None:
+                reason = (f"every layout with the stated fields runs out of memory (leanest: "
+                          f"{res.smallest_misfit.memory.total / 2**30:.0f} GiB per GPU)")
+            raise Unsupported(f"training: {reason}")
         est = res.best
-    tflops = est.hardware_tflops_per_gpu if conv.tflops_include_recompute else est.model_tflops_per_gpu
-    return {"iteration_s": est.step_s, "tflops_per_gpu": tflops, "tokens_per_s_per_gpu": est.tokens_per_s_per_gpu,
-            "mfu": est.mfu, "_compute_share": est.terms["compute"] / est.step_s}
+    return {"iteration_s": est.step_s, "tflops_per_gpu": est.model_tflops_per_gpu,
+            "hardware_tflops_per_gpu": est.hardware_tflops_per_gpu,
+            "tokens_per_s_per_gpu": est.tokens_per_s_per_gpu, "mfu": est.mfu,
+            "_compute_share": est.terms["compute"] / est.step_s}

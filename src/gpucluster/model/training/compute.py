@@ -12,8 +12,8 @@
 - Sustained fraction: end-to-end training runs at lower clocks than short
   microbenchmarks (a power-capped chip under a full step's load); a per-chip,
   per-precision factor fitted on published training runs scales GEMM and
-  attention throughput (benchmarks/training_fit.py). Where a chip has none for
-  this precision, its value for another precision is used, else 1.
+  attention throughput (benchmarks/cross_validate.py). Where a chip has none for
+  this precision, DEFAULT_SUSTAINED (an assumption, said so in the plan).
 - Element-wise kernels (norms, activation functions, dropout, residual adds):
   memory-bound, bytes / (HBM x hbm_fraction).
 """
@@ -139,18 +139,24 @@ def gemm_curve(gpu_name: str, precision: str) -> GemmCurve:
                      _sms(gpu))
 
 
+# A chip with no published training run of its own at this precision: its microbenchmark
+# rate is not assumed sustained. 0.90 lies below every fitted value (A100 fp16, H100 fp8;
+# benchmarks/cross_validate.py) and the plan says it is an assumption.
+DEFAULT_SUSTAINED = 0.90
+
+
 @lru_cache(maxsize=None)
 def sustained(gpu_name: str, precision: str) -> tuple[float, str]:
-    """Fraction of microbenchmark throughput sustained in training, and where it comes from."""
+    """Fraction of microbenchmark throughput sustained in training, and where it comes from.
+    Only the chip's own published runs count (fp16 and bf16 run at one rate); nothing is
+    copied from another chip or another precision."""
     gpu = catalog.gpus.get(gpu_name)
     table = gpu.efficiency.sustained_fraction
     key = precision if precision in table else _SAME_RATE.get(precision)
     if key in table:
         return table[key].value, f"sustained in training ({gpu.sources[table[key].source].kind})"
-    if table:
-        other = sorted(table)[0]
-        return table[other].value, f"sustained in training, from this chip's {other} fit (estimate)"
-    return 1.0, "no published training run on this chip: microbenchmark rate assumed sustained"
+    return DEFAULT_SUSTAINED, (f"no published {precision} training run on {gpu.name}: "
+                               f"{DEFAULT_SUSTAINED:g} of the microbenchmark rate assumed (estimate)")
 
 
 @lru_cache(maxsize=None)

@@ -37,6 +37,16 @@ class Layout:
     precision: Precision = "bf16"
     offload_optimizer: bool = False
     flash_attention: bool = True  # fused attention (FlashAttention / cuDNN); False: scores in HBM (Megatron <= 2022)
+    overlap_dp_comm: bool = True  # gradient reduction / ZeRO gathers overlap compute (Megatron --overlap-grad-reduce)
+    overlap_tp_comm: bool = False  # TP collectives overlap GEMMs (Transformer Engine userbuffers --tp-comm-overlap)
+    moe_overlap: Literal["none", "dualpipe"] = "none"  # EP all-to-all hidden behind another micro batch
+    pp_embedding_layer: bool = False  # the embedding counts as a pipeline layer (Megatron-Core)
+    pp_loss_layer: bool = False       # the loss counts as a pipeline layer (Megatron-Core)
+
+    @property
+    def pipeline_layers(self) -> int:
+        """Layers the pipeline split counts beyond the transformer's (embedding, loss)."""
+        return int(self.pp_embedding_layer) + int(self.pp_loss_layer)
 
     @property
     def gpus(self) -> int:
@@ -62,6 +72,9 @@ class Layout:
         parts += [self.precision]
         parts += ["offload"] if self.offload_optimizer else []
         parts += ["unfused-attention"] if not self.flash_attention else []
+        parts += ["no-dp-overlap"] if not self.overlap_dp_comm else []
+        parts += ["tp-overlap"] if self.overlap_tp_comm else []
+        parts += [f"moe-overlap={self.moe_overlap}"] if self.moe_overlap != "none" else []
         return " ".join(parts)
 
     def to_dict(self) -> dict:
@@ -87,8 +100,13 @@ def problems(spec: TransformerSpec, lay: Layout, gpus: int | None = None, seq_le
     if lay.interleave > 1:
         if lay.pp == 1:
             out.append("interleave > 1 needs pipeline parallelism (pp > 1)")
-        elif spec.layers % (lay.pp * lay.interleave):
-            out.append(f"layers ({spec.layers}) is not a multiple of pp x interleave ({lay.pp} x {lay.interleave})")
+        elif (spec.layers + lay.pipeline_layers) % (lay.pp * lay.interleave):
+            extra = f" + {lay.pipeline_layers} (embedding/loss)" if lay.pipeline_layers else ""
+            hint = ("; Megatron-Core counts the embedding and the loss as layers when asked "
+                    "(pp_embedding_layer, pp_loss_layer)") if (spec.layers + 2) % (lay.pp * lay.interleave) == 0 \
+                and not lay.pipeline_layers else ""
+            out.append(f"layers ({spec.layers}{extra}) is not a multiple of pp x interleave "
+                       f"({lay.pp} x {lay.interleave}){hint}")
         elif lay.global_batch % (lay.micro_batch * lay.dp) == 0 and lay.microbatches % lay.pp:
             out.append(f"the interleaved schedule needs micro batches per step ({lay.microbatches}) "
                        f"to be a multiple of pp ({lay.pp})")

@@ -60,7 +60,7 @@ def memory(spec: TransformerSpec, lay: Layout, hbm_bytes: float, seq_len: int) -
     per_layer = activation_per_layer(spec, lay, seq_len, lay.recompute)
     outside = activation_bytes_outside_layers(spec, lay.micro_batch, lay.tp, lay.sequence_parallel, lay.cp,
                                               seq_len=seq_len)
-    counts = stage_layer_counts(spec.layers, lay.pp)
+    counts = stage_layer_counts(spec.layers, lay.pp, lay.pp_embedding_layer, lay.pp_loss_layer)
     mbs = lay.microbatches
     first = pipeline_inflight_microbatches(lay.pp, lay.interleave, 0, mbs)
     act_first = first * (counts[0] * per_layer + outside["first"])

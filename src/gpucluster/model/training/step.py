@@ -131,7 +131,7 @@ def estimate(spec: TransformerSpec, lay: Layout, fab: TrainingFabric, *, seq_len
     gpu = fab.gpu
     mix = _moe_mix(spec)
     per_layer = {dense: _layer(spec, lay, fab, s, dense) for dense, _ in mix}
-    counts = stage_layer_counts(spec.layers, lay.pp)
+    counts = stage_layer_counts(spec.layers, lay.pp, lay.pp_embedding_layer, lay.pp_loss_layer)
     frac = {dense: n / spec.layers for dense, n in mix}
 
     def avg(attr: str) -> float:
@@ -143,6 +143,14 @@ def estimate(spec: TransformerSpec, lay: Layout, fab: TrainingFabric, *, seq_len
     layer_compute = compute_f + bwd + extra
     passes = 3 if lay.recompute == "full" else 2  # full recompute re-runs the forward's collectives
     layer_tp, layer_cp, layer_ep = passes * tp_f, passes * cp_f, passes * ep_f
+    if lay.overlap_tp_comm:
+        # Transformer Engine's userbuffers split each TP GEMM and run its all-gather or
+        # reduce-scatter chunk by chunk beside it: only what outlasts the GEMMs is exposed.
+        layer_tp = max(0.0, layer_tp - layer_compute)
+    if lay.moe_overlap == "dualpipe":
+        # DualPipe (DeepSeek-V3 report, section 3.2.1) runs one micro batch's all-to-all
+        # beside another's compute.
+        layer_ep = max(0.0, layer_ep - layer_compute)
 
     # The last stage also runs the output layer and the loss (vocab-parallel cross entropy);
     # Megatron keeps the output layer in bf16/fp16 under FP8.
@@ -150,6 +158,7 @@ def estimate(spec: TransformerSpec, lay: Layout, fab: TrainingFabric, *, seq_len
     out_prec = "fp16" if lay.precision == "fp16" else "bf16"
     logits_t = 3 * gemm_curve(fab.gpu_name, out_prec).time_s(lg.m, lg.n, lg.k)
     logits_t += 3 * elementwise_time_s(fab.gpu_name, lg.m * lg.n * 4 * 2)
+    # The first stage's embedding lookup is memory-bound and small next to a layer.
     stage_layers = max(counts[0], counts[-1] + logits_t / max(layer_compute, 1e-12))
     stage_layers = max(stage_layers, max(counts))
     per_mb = {"compute": stage_layers * layer_compute, "tp_comm": stage_layers * layer_tp,
@@ -183,16 +192,10 @@ def _dp_exposed(spec: TransformerSpec, lay: Layout, fab: TrainingFabric, t_f: fl
         return 0.0
     local = weight_grad_optimizer_bytes(spec, lay.tp, lay.pp, lay.dp, lay.ep, 0, lay.precision, cp=lay.cp)["params"]
     if lay.zero >= 3:
-        # FSDP: every micro batch gathers each layer's weights for forward and again for
-        # backward, and reduce-scatters its gradients; prefetch hides them behind the
-        # neighbouring layer's compute.
-        layer_bytes = params(spec).total / spec.layers / lay.tp * GRAD_BYTES
-        ag = fab.time_s("all_gather", layer_bytes, n, stride)
-        rs = fab.time_s("reduce_scatter", layer_bytes, n, stride)
-        fwd = max(0.0, ag - compute_f)
-        bwd = max(0.0, ag + rs - (layer_compute - compute_f))
-        return lay.microbatches * stage_layers * (fwd + bwd) + ag
+        return _zero3_exposed(spec, lay, fab, n, stride, stage_layers, compute_f, layer_compute)
     grads = local * GRAD_BYTES
+    if not lay.overlap_dp_comm:
+        t_b = t_f = 0.0  # gradients reduced (and weights gathered) after the backward, not during it
     if lay.zero == 0:
         # Buckets are all-reduced as the last micro batch's backward produces them.
         return max(0.0, fab.time_s("all_reduce", grads, n, stride) - t_b)
@@ -201,6 +204,32 @@ def _dp_exposed(spec: TransformerSpec, lay: Layout, fab: TrainingFabric, t_f: fl
     rs = fab.time_s("reduce_scatter", grads, n, stride)
     ag = fab.time_s("all_gather", grads, n, stride)
     return max(0.0, rs - t_b) + max(0.0, ag - t_f)
+
+
+PARAM_TENSORS_PER_LAYER = 12  # QKV, output, fc1, fc2 weights and biases; two norms' weights and biases
+
+
+def _zero3_exposed(spec: TransformerSpec, lay: Layout, fab: TrainingFabric, n: int, stride: int,
+                   stage_layers: float, compute_f: float, layer_compute: float) -> float:
+    """ZeRO-3 / FSDP as it runs: every micro batch all-gathers each layer's weights before its
+    forward (again before a full recompute's forward) and before its backward, and
+    reduce-scatters its gradients after it. Each parameter tensor is its own collective
+    (DeepSpeed ZeRO-3 and FSDP2 shard per parameter), so a flat ring over n GPUs pays its
+    n - 1 hops of latency per tensor. Prefetching overlaps a layer's collectives with the
+    neighbouring layer's compute: what exceeds that compute is exposed (all of it when
+    overlap_dp_comm is off)."""
+    layer_bytes = params(spec).total / spec.layers / lay.tp * GRAD_BYTES
+    k = PARAM_TENSORS_PER_LAYER
+    ag = k * fab.time_s("all_gather", layer_bytes / k, n, stride)
+    rs = k * fab.time_s("reduce_scatter", layer_bytes / k, n, stride)
+    gathers_fwd = 2 if lay.recompute == "full" else 1
+    comm_f, comm_b = gathers_fwd * ag, ag + rs
+    compute_b = layer_compute - compute_f * gathers_fwd
+    if lay.overlap_dp_comm:
+        exposed = max(0.0, comm_f - gathers_fwd * compute_f) + max(0.0, comm_b - compute_b)
+    else:
+        exposed = comm_f + comm_b
+    return lay.microbatches * stage_layers * exposed + ag  # the first layer's gather waits
 
 
 def _optimizer_s(spec: TransformerSpec, lay: Layout, fab: TrainingFabric) -> float:

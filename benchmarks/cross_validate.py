@@ -1,0 +1,170 @@
+"""Leave-one-source-out error of the training model: the headline accuracy figure.
+
+Two things in the training model are fitted on published runs: each chip's sustained
+fraction per precision (catalog `efficiency.sustained_fraction`) and the host's cost
+per kernel (`kernels.HOST_S_PER_KERNEL`). For each source in the files (a paper, a
+vendor's performance page, an artifact: the `source` string up to its first comma),
+both are fitted on every *other* source and the left-out source is predicted. A chip
+and precision with no run in the other sources falls back to the documented default
+(compute.DEFAULT_SUSTAINED), exactly as a chip nobody has published runs for would.
+
+    python benchmarks/cross_validate.py [FILE ...] [--json]
+
+Prints, per left-out source: cases, median |error|, mean signed error, max |error|;
+then the pooled cross-validated figures and, labelled, the in-sample ones.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from gpucluster.model.training import compute, kernels, step
+from gpucluster.specs.validation_case import Case
+from gpucluster.validate.conventions import compared_metric
+from gpucluster.validate.predictors import Unsupported, fabric_for, section
+from gpucluster.validate.runner import load_file
+from gpucluster.validate.training_predictor import Training, predict_training
+from gpucluster.specs.validation_case import Hardware
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared" / "validation"
+DEFAULT_FILES = [SHARED / "training-public.yaml", SHARED / "training-vtrain-single-public.yaml"]
+SPEED = {"iteration_s": -1, "tflops_per_gpu": 1, "tokens_per_s_per_gpu": 1, "mfu": 1}
+HOST_GRID_US = (25, 35, 45, 55, 65, 75)
+COMPUTE_BOUND = 0.6   # sustained fractions are fitted on cases whose step is >= 60% compute
+
+
+def source_key(case: Case) -> str:
+    return (case.source or case.id).split(",")[0].strip()
+
+
+@contextmanager
+def calibrated(sustained: dict[tuple[str, str], float] | None, host_s: float) -> Iterator[None]:
+    """Predict with these fitted values (None: sustained 1 everywhere) instead of the catalog's."""
+    original, host = compute.sustained, kernels.HOST_S_PER_KERNEL
+
+    def fitted(gpu: str, precision: str) -> tuple[float, str]:
+        if sustained is None:
+            return 1.0, "fit"
+        key = (compute.catalog.gpus.get(gpu).name, precision)
+        return sustained.get(key, compute.DEFAULT_SUSTAINED), "fit"
+
+    compute.sustained = fitted  # type: ignore[assignment]
+    kernels.HOST_S_PER_KERNEL = host_s
+    _clear()
+    try:
+        yield
+    finally:
+        compute.sustained = original
+        kernels.HOST_S_PER_KERNEL = host
+        _clear()
+
+
+def _clear() -> None:
+    for f in (compute.gemm_curve, compute.attention_tflops, step._layer_cached):
+        f.cache_clear()
+
+
+def speed_ratio(case: Case) -> tuple[float, float] | None:
+    """(measured / predicted speed, compute share of the predicted step), or None if unsupported."""
+    try:
+        pred = predict_training(case)
+    except (Unsupported, ValueError):
+        return None
+    metric, measured = next(iter(case.measured.items()))
+    predicted = pred[compared_metric(case.source, metric)]
+    return (measured / predicted) ** SPEED[metric], pred["_compute_share"]
+
+
+def _key(case: Case) -> tuple[str, str]:
+    hw = section(Hardware, case.hardware, "hardware")
+    return fabric_for(hw).gpu_name, Training.model_validate(case.training).precision
+
+
+def fit(cases: list[Case]) -> tuple[dict[tuple[str, str], float], float]:
+    """Sustained fractions and the host cost per kernel that fit `cases` best."""
+    best: tuple[float, dict, float] | None = None
+    for host_us in HOST_GRID_US:
+        with calibrated(None, host_us * 1e-6):
+            ratios: dict[tuple[str, str], list[float]] = defaultdict(list)
+            for c in cases:
+                r = speed_ratio(c)
+                if r is not None and r[1] >= COMPUTE_BOUND:
+                    ratios[_key(c)].append(r[0])
+        sustained = {k: min(1.0, statistics.median(v)) for k, v in ratios.items()}
+        errs = errors(cases, sustained, host_us * 1e-6)
+        score = statistics.median(abs(e) for e in errs.values()) if errs else float("inf")
+        if best is None or score < best[0]:
+            best = (score, sustained, host_us * 1e-6)
+    assert best is not None
+    return best[1], best[2]
+
+
+def errors(cases: list[Case], sustained: dict[tuple[str, str], float], host_s: float) -> dict[str, float]:
+    """Signed error of predicted speed against measured (positive: predicted too fast)."""
+    out = {}
+    with calibrated(sustained, host_s):
+        for c in cases:
+            r = speed_ratio(c)
+            if r is not None:
+                out[c.id] = 1 / r[0] - 1
+    return out
+
+
+def summary(errs: list[float]) -> dict[str, float | int]:
+    return {"cases": len(errs), "median_abs_error": statistics.median(abs(e) for e in errs),
+            "mean_signed_error": statistics.fmean(errs), "max_abs_error": max(abs(e) for e in errs)}
+
+
+def main(argv: list[str]) -> int:
+    as_json = "--json" in argv
+    files = [Path(a) for a in argv if a != "--json"] or DEFAULT_FILES
+    cases = [c for f in files for c in load_file(f).cases if c.kind == "training"]
+    by_source: dict[str, list[Case]] = defaultdict(list)
+    for c in cases:
+        by_source[source_key(c)].append(c)
+    folds, pooled = {}, []
+    for src, held in by_source.items():
+        rest = [c for c in cases if source_key(c) != src]
+        sustained, host = fit(rest)
+        errs = list(errors(held, sustained, host).values())
+        if errs:
+            folds[src] = summary(errs) | {"host_us_fitted": host * 1e6,
+                                          "sustained_fitted": {f"{g} {p}": v for (g, p), v in sustained.items()}}
+            pooled += errs
+    sustained, host = fit(cases)
+    in_sample = errors(cases, sustained, host)
+    result = {"cross_validated": {"by_source": folds, "all": summary(pooled)},
+              "in_sample": {"all": summary(list(in_sample.values())), "host_us": host * 1e6,
+                            "sustained": {f"{g} {p}": v for (g, p), v in sustained.items()},
+                            "by_source": {s: summary([in_sample[c.id] for c in cs if c.id in in_sample])
+                                          for s, cs in by_source.items()}}}
+    if as_json:
+        print(json.dumps(result, indent=1))
+        return 0
+    print("Leave-one-source-out (fitted on the other sources, predicted on this one); error = predicted speed "
+          "/ measured - 1")
+    print(f"{'left-out source':48} {'cases':>5} {'median|err|':>11} {'mean err':>9} {'max|err|':>9} {'host us':>8}")
+    for src, s in folds.items():
+        print(f"{src[:48]:48} {s['cases']:5d} {100 * s['median_abs_error']:10.1f}% "
+              f"{100 * s['mean_signed_error']:+8.1f}% {100 * s['max_abs_error']:8.1f}% {s['host_us_fitted']:8.0f}")
+    a = result["cross_validated"]["all"]
+    print(f"\ncross-validated, all {a['cases']} cases: median |error| {100 * a['median_abs_error']:.1f}%, "
+          f"mean signed {100 * a['mean_signed_error']:+.1f}%, max {100 * a['max_abs_error']:.1f}%")
+    print("\nin-sample (fitted on every source; not the headline):")
+    for src, s in result["in_sample"]["by_source"].items():
+        print(f"  {src[:48]:48} {s['cases']:5d} {100 * s['median_abs_error']:10.1f}% "
+              f"{100 * s['mean_signed_error']:+8.1f}% {100 * s['max_abs_error']:8.1f}%")
+    print(f"  fitted: host {host * 1e6:.0f} us per kernel; sustained "
+          + ", ".join(f"{g} {p} {v:.2f}" for (g, p), v in sustained.items()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
