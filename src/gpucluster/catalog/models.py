@@ -63,6 +63,8 @@ class Efficiency(Strict):
     hbm_fraction: Sourced | None = Field(None, description="achievable fraction of peak HBM bandwidth (STREAM-like)")
     attention_tflops: Sourced | None = Field(
         None, description="fused (flash) attention forward TFLOP/s in bf16/fp16, as measured")
+    best_published_mfu: dict[Precision, Sourced] = Field(
+        default_factory=dict, description="highest model FLOPs utilization of a published training run, per precision")
     sustained_fraction: dict[Precision, Sourced] = Field(
         default_factory=dict,
         description="compute throughput sustained in end-to-end training relative to the GEMM and attention "

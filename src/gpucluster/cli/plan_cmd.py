@@ -14,8 +14,11 @@ DEFAULT_BATCH_TOKENS = 4 * 2**20
 CHINCHILLA_TOKENS_PER_PARAM = 20
 LAYOUT_KEYS = {"tp": int, "pp": int, "dp": int, "cp": int, "ep": int, "interleave": int, "v": int, "micro_batch": int,
                "mb": int, "sequence_parallel": bool, "sp": bool, "recompute": str, "zero": int,
-               "offload_optimizer": bool, "offload": bool}
+               "offload_optimizer": bool, "offload": bool, "attention": str, "overlap_dp_comm": bool,
+               "overlap_tp_comm": bool, "moe_overlap": str, "pp_embedding_layer": bool, "pp_loss_layer": bool}
 ALIASES = {"v": "interleave", "mb": "micro_batch", "sp": "sequence_parallel", "offload": "offload_optimizer"}
+CHOICES = {"recompute": ("none", "selective", "full"), "attention": ("flash", "unfused"),
+           "moe_overlap": ("none", "dualpipe")}
 
 
 @plan_app.command("train")
@@ -34,6 +37,14 @@ def train(
     precision: Annotated[str, typer.Option(help="bf16, fp16 or fp8")] = "bf16",
     top: Annotated[int, typer.Option(help="How many layouts to show")] = 5,
     tp_across_domains: Annotated[bool, typer.Option(help="Allow tensor parallelism across NVLink domains")] = False,
+    attention: Annotated[Optional[str], typer.Option(
+        help="Attention kernel: flash (FlashAttention/cuDNN fused; default) or unfused (scores in HBM)")] = None,
+    dp_overlap: Annotated[Optional[bool], typer.Option(
+        "--dp-overlap/--no-dp-overlap", help="Gradient reduction and ZeRO gathers overlap compute (default: on)")] = None,
+    tp_overlap: Annotated[Optional[bool], typer.Option(
+        "--tp-overlap/--no-tp-overlap", help="TP collectives overlap GEMMs (TE userbuffers; default: off)")] = None,
+    moe_overlap: Annotated[Optional[str], typer.Option(
+        help="MoE all-to-all overlap: none (default) or dualpipe")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
     html: Annotated[Optional[str], typer.Option(help="Also write a self-contained HTML report with plots")] = None,
 ) -> None:
@@ -67,6 +78,19 @@ def train(
     if gbs < 1:
         raise UserError(f"must be >= 1, got {gbs}", field="--global-batch")
     fixed = parse_layout(layout) if layout else {}
+    stack_options = {"attention": attention, "overlap_dp_comm": dp_overlap, "overlap_tp_comm": tp_overlap,
+                     "moe_overlap": moe_overlap}
+    for key, value in stack_options.items():
+        if value is None:
+            continue
+        flag = {"overlap_dp_comm": "--dp-overlap", "overlap_tp_comm": "--tp-overlap"}.get(key, "--" + key.replace("_", "-"))
+        if key in CHOICES and value not in CHOICES[key]:
+            raise UserError(f"must be {' or '.join(CHOICES[key])}, got {value!r}", field=flag)
+        if key in fixed and fixed[key] != value:
+            raise UserError(f"{flag} says {value} but --layout says {key}={fixed[key]}", field=flag)
+        fixed[key] = value
+    if "attention" in fixed:
+        fixed["flash_attention"] = fixed.pop("attention") == "flash"
     result = plan_training(spec, target, gbs, budget, s, fixed=fixed, top=top, precision=precision,
                            tp_across_domains=tp_across_domains)
     meta: dict[str, Any] = {"tokens_source": "given" if tokens else
@@ -109,8 +133,9 @@ def parse_layout(text: str) -> dict[str, Any]:
             raise UserError(f"{key}={value!r} is not a valid {'positive integer' if kind is int else kind.__name__}",
                             field="--layout") from None
         fixed[ALIASES.get(key, key)] = parsed
-    if "recompute" in fixed and fixed["recompute"] not in ("none", "selective", "full"):
-        raise UserError(f"recompute must be none, selective or full, got {fixed['recompute']!r}", field="--layout")
+    for key, allowed in CHOICES.items():
+        if key in fixed and fixed[key] not in allowed:
+            raise UserError(f"{key} must be {', '.join(allowed)}, got {fixed[key]!r}", field="--layout")
     if "zero" in fixed and fixed["zero"] not in (0, 1, 2, 3):
         raise UserError(f"zero must be 0, 1, 2 or 3, got {fixed['zero']}", field="--layout")
     return fixed

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from rich.markup import escape
+
 from gpucluster.cli.render import console, num, print_json
 from gpucluster.model.training.step import TERMS
 from gpucluster.plan.advise import LABEL
@@ -34,6 +36,13 @@ def render_plan(plan: TrainingPlan, meta: dict[str, Any], top: int) -> None:
                   f"({num(best.tokens_per_s_per_gpu, 0)} per GPU) | model {best.model_tflops_per_gpu:.0f} TFLOP/s "
                   f"per GPU | MFU {100 * best.mfu:.1f}% | HFU {100 * best.hfu:.1f}% "
                   f"(of {best.peak_tflops:g} TFLOP/s {best.layout.precision} peak)")
+    conf = plan.confidence
+    if conf.above_best_published:
+        console.print(f"  [bold yellow]above the best published run[/bold yellow]: {escape(conf.above_best_published)}")
+    elif conf.best_published:
+        console.print(f"  [dim]best published {best.layout.precision} MFU on this GPU: {escape(conf.best_published)}[/dim]")
+    for a in conf.assumptions:
+        console.print(f"  [yellow]assumption[/yellow]: {escape(a)}")
 
     t = Table(title="Step time breakdown", title_justify="left")
     for col in ("term", "seconds", "share", ""):
@@ -106,6 +115,7 @@ def render_json(plan: TrainingPlan, meta: dict[str, Any]) -> None:
         "steps": plan.steps, "time_to_train_s": plan.time_to_train_s, "gpu_hours": plan.gpu_hours,
         "cost_usd": None if rent is None else rent[0] * plan.gpu_hours,
         "price": None if rent is None else {"usd_per_gpu_hour": rent[0], "source": rent[1]},
+        **plan.confidence.to_json(),
         "total_model_flops": plan.total_model_flops, "six_nd_flops": plan.six_nd,
         "advice": {"term": plan.advice.term, "share": plan.advice.share, "text": plan.advice.text},
         "search": {"considered": plan.search.considered, "fit": plan.search.estimated,

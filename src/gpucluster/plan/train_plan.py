@@ -11,6 +11,7 @@ from gpucluster.model.training.step import Estimate, estimate
 from gpucluster.model.transformer_flops import model_flops_per_iteration
 from gpucluster.model.transformer_params import params
 from gpucluster.plan.advise import Advice, advise
+from gpucluster.plan.confidence import Confidence, confidence
 from gpucluster.plan.fabric_from import PlanTarget
 from gpucluster.plan.train_search import SEARCHED, SearchResult, search
 from gpucluster.specs.workload import TransformerSpec
@@ -32,6 +33,10 @@ class TrainingPlan:
     def best(self) -> Estimate:
         assert self.search.best is not None
         return self.search.best
+
+    @property
+    def confidence(self) -> Confidence:
+        return confidence(self.target.fabric.gpu_name, self.best.layout, self.best.mfu)
 
     @property
     def steps(self) -> float:

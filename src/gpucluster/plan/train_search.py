@@ -21,6 +21,9 @@ from gpucluster.model.training.memory import memory
 from gpucluster.model.training.step import Estimate, estimate
 from gpucluster.specs.workload import TransformerSpec
 
+# Settings of the software stack: a user states them (or takes the documented defaults of
+# Layout); the search never chooses them.
+STACK = ("overlap_dp_comm", "overlap_tp_comm", "moe_overlap", "pp_embedding_layer", "pp_loss_layer")
 SEARCHED = ("tp", "pp", "dp", "cp", "ep", "interleave", "micro_batch", "sequence_parallel", "recompute", "zero",
             "offload_optimizer")
 MICRO_BATCHES = (1, 2, 4, 8)
@@ -81,7 +84,8 @@ def search(spec: TransformerSpec, fabric: TrainingFabric, gpus: int, global_batc
                                           global_batch=global_batch,
                                           sequence_parallel=fixed.get("sequence_parallel", tp > 1),
                                           precision=fixed.get("precision", precision),
-                                          flash_attention=fixed.get("flash_attention", flash_attention))
+                                          flash_attention=fixed.get("flash_attention", flash_attention),
+                                          **{k: fixed[k] for k in STACK if k in fixed})
                             _try_memory_options(spec, base, fabric, fixed, s, hbm, gpus, result, fits)
     # Equal step times: prefer the simpler layout (less context, pipeline and tensor parallelism).
     fits.sort(key=lambda e: (round(e.step_s, 9), e.layout.cp, e.layout.pp, e.layout.tp, e.layout.ep,

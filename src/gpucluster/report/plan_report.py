@@ -93,10 +93,15 @@ def train_report(plan: Any, meta: dict[str, Any], *, fixed: dict[str, Any] | Non
              f"total compute {plan.total_model_flops:.3g} FLOPs (Megatron's count; 6 x N x D gives {plan.six_nd:.3g})"]
     if rent:
         notes.append(f"rental price: {rent[1]}")
+    conf = plan.confidence
+    notes += [f"assumption: {a}" for a in conf.assumptions]
+    warnings = [f"Above the best published run: {conf.above_best_published}."] if conf.above_best_published else []
     return Report(title=f"Training plan: {name} on {tgt.description}",
                   subtitle=f"{_si(plan.tokens)} tokens, global batch {plan.global_batch} x {plan.seq_len} tokens, "
                            f"{best.layout.precision}",
-                  facts=facts, conclusions=[f"Bottleneck: {plan.advice.text}."], figures=figures,
+                  facts=facts, conclusions=warnings + [f"Bottleneck: {plan.advice.text}."] + (
+                      [f"Confidence: {conf.level} ({len(conf.assumptions)} assumptions, listed in the notes)."]),
+                  figures=figures,
                   tables=[layouts, scale], notes=notes)
 
 

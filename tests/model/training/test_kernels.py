@@ -1,0 +1,58 @@
+"""The kernel-level compute model: batched attention GEMMs, wave quantization, the host floor."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpucluster.model.training import kernels
+from gpucluster.model.training.compute import gemm_curve, wave_factor
+from gpucluster.specs.workload import TransformerSpec
+
+A100 = "A100-SXM4-80GB"
+
+
+def small(hidden: int) -> TransformerSpec:
+    return TransformerSpec(layers=12, hidden=hidden, heads=16, vocab=51200, seq_len=1024)
+
+
+def layer(spec: TransformerSpec, mb: int, tp: int = 1, flash: bool = False) -> kernels.LayerKernels:
+    return kernels.layer_kernels(spec, A100, "fp16", mb, tp, 1, False, 1, 1024, None, flash)
+
+
+def test_wave_factor_is_one_on_full_waves_and_above_one_on_a_partial_wave():
+    assert wave_factor(128 * 108, 128, 1, 108) == 1.0          # exactly one full wave
+    assert wave_factor(128 * 109, 128, 1, 108) == pytest.approx(216 / 109)  # one tile spills into a second wave
+    assert wave_factor(1000, 1000, 1, None) == 1.0             # unknown SM count: no quantization
+
+
+def test_batched_attention_gemm_is_one_kernel_not_one_per_head():
+    curve = gemm_curve(A100, "fp16")
+    one = curve.batched_time_s(1024, 1024, 128, 128)
+    separate = curve.time_s(1024, 1024, 128, 128)
+    assert one < separate / 3   # 128 launches each paying the kernel's fixed cost
+
+
+def test_small_layers_are_host_bound_and_large_ones_gpu_bound():
+    # At micro batch 1 a 1024-wide layer keeps the GPU busy less than the host needs to issue it.
+    tiny = layer(small(1024), 1)
+    assert tiny.forward_s < tiny.kernels * kernels.HOST_S_PER_KERNEL
+    assert tiny.forward() > 1.5 * tiny.forward_s
+    big = kernels.layer_kernels(TransformerSpec(layers=96, hidden=12288, heads=96, vocab=51200, seq_len=2048),
+                                A100, "fp16", 4, 1, 1, False, 1, 2048, None, False)
+    assert big.forward() == pytest.approx(big.forward_s, rel=0.01)
+
+
+def test_time_per_sequence_falls_with_micro_batch_as_vtrain_measured():
+    # vTrain (public file): 2048-wide, 12 layers, one A100 per replica: 52 ms per sequence at
+    # micro batch 1 and 35 ms at micro batch 8; the model must show the same direction and scale.
+    spec = small(2048)
+    per_seq = {mb: (layer(spec, mb).forward() + layer(spec, mb).backward()) / mb for mb in (1, 8)}
+    assert 1.2 < per_seq[1] / per_seq[8] < 2.5
+
+
+def test_unfused_attention_costs_more_than_flash():
+    spec = TransformerSpec(layers=32, hidden=4096, heads=32, vocab=32000, seq_len=4096)
+    unfused = kernels.layer_kernels(spec, A100, "bf16", 1, 1, 1, False, 1, 4096, None, False)
+    flash = kernels.layer_kernels(spec, A100, "bf16", 1, 1, 1, False, 1, 4096, None, True)
+    assert unfused.forward_s > flash.forward_s
+    assert unfused.core_kernels == 5 and flash.core_kernels == 1

@@ -1,0 +1,99 @@
+"""Training predictions from stated fields only, and their accuracy on the public files."""
+
+from __future__ import annotations
+
+import copy
+import statistics
+
+import pytest
+
+from gpucluster.model.training.compute import DEFAULT_SUSTAINED, sustained
+from gpucluster.model.training.layout import Layout, problems
+from gpucluster.model.training.step import estimate
+from gpucluster.model.training.fabric import TrainingFabric
+from gpucluster.specs.validation_case import Case
+from gpucluster.specs.workload import TransformerSpec
+from gpucluster.validate.runner import run_file
+from gpucluster.validate.training_predictor import predict_training
+
+CASE = {
+    "id": "t", "kind": "training", "source": "Someone et al. 2021, Table 1",
+    "hardware": {"gpu": "A100-SXM4-80GB", "gpus": 8, "gpus_per_node": 8,
+                 "scale_out": {"type": "infiniband", "gbps_per_nic": 200, "nics_per_node": 8}},
+    "model": {"layers": 24, "hidden": 2048, "heads": 16, "vocab": 51200, "seq_len": 2048},
+    "training": {"global_batch": 32, "micro_batch": 2, "tp": 2, "pp": 1, "dp": 4, "cp": 1, "ep": 1,
+                 "interleave": 1, "sequence_parallel": False, "recompute": "none", "zero": 1, "precision": "bf16"},
+    "measured": {"iteration_s": 1.0},
+}
+
+
+def predict(**training) -> float:
+    case = copy.deepcopy(CASE)
+    case["training"].update(training)
+    return predict_training(Case.model_validate(case))["iteration_s"]
+
+
+def test_source_text_does_not_change_a_prediction():
+    a = predict_training(Case.model_validate(CASE))
+    other = copy.deepcopy(CASE) | {"source": "NVIDIA NeMo 25.04, 2025"}
+    assert predict_training(Case.model_validate(other)) == a
+
+
+def test_attention_is_an_input_with_flash_as_the_default():
+    assert predict() == predict(attention="flash")
+    assert predict(attention="unfused") > predict(attention="flash")
+
+
+def test_dp_overlap_off_exposes_the_gradient_reduction():
+    assert predict(overlap_dp_comm=False) > predict(overlap_dp_comm=True)
+
+
+def test_zero3_gathers_are_exposed_when_communication_outlasts_a_layer():
+    spec = TransformerSpec(layers=96, hidden=12288, heads=96, vocab=51200, seq_len=2048)
+    fab = TrainingFabric("A100-SXM4-80GB", 8, 8, "InfiniBand", 25.0)
+    lay = Layout(dp=1536, micro_batch=1, global_batch=1536, recompute="full", zero=3, precision="fp16",
+                 flash_attention=False)
+    est = estimate(spec, lay, fab)
+    assert est.terms["dp_comm"] > est.terms["compute"]          # Narayanan 2021: 44 TFLOP/s at 1536 GPUs
+    assert estimate(spec, lay.with_(overlap_dp_comm=False), fab).step_s > est.step_s
+
+
+def test_embedding_and_loss_count_as_pipeline_layers_when_megatron_core_is_asked():
+    spec = TransformerSpec(layers=126, hidden=16384, heads=128, kv_heads=8, ffn_hidden=53248, gated_mlp=True,
+                           vocab=128256, seq_len=8192)
+    lay = Layout(tp=8, pp=8, dp=2, interleave=8, micro_batch=1, global_batch=16, sequence_parallel=True)
+    why = problems(spec, lay, 128)
+    assert why and "pp_embedding_layer" in why[0]                 # the refusal names the real cause
+    ok = lay.with_(pp_embedding_layer=True, pp_loss_layer=True)
+    assert problems(spec, ok, 128) == []
+
+
+def test_a_stated_uneven_interleaved_layout_is_predicted_not_refused():
+    case = copy.deepcopy(CASE)
+    case["hardware"].update(gpus=64)
+    case["model"].update(layers=30)
+    case["training"].update(global_batch=64, micro_batch=1, tp=1, pp=8, dp=8, interleave=2)
+    assert predict_training(Case.model_validate(case))["iteration_s"] > 0   # 30 + 2 = 32 = 8 x 2 x 2
+
+
+def test_a_chip_without_its_own_published_runs_takes_the_documented_default():
+    value, why = sustained("H200-SXM-141GB", "fp8")   # H100's fit is not copied to H200
+    assert value == DEFAULT_SUSTAINED and "assumed" in why
+
+
+def test_vtrain_single_node_public_cases_meet_the_target(shared_dir):
+    rows = [r for r in run_file(shared_dir / "validation" / "training-vtrain-single-public.yaml")]
+    errs = [r.error for r in rows if r.error is not None]
+    assert len(errs) == len(rows) == 400
+    assert statistics.median(abs(e) for e in errs) <= 0.08
+    assert abs(statistics.fmean(errs)) <= 0.05
+
+
+def test_training_public_median_within_target(shared_dir):
+    rows = run_file(shared_dir / "validation" / "training-public.yaml")
+    first = {}
+    for r in rows:
+        first.setdefault(r.id, r)
+    errs = [abs(r.error) for r in first.values() if r.error is not None]
+    assert len(errs) == len(first)
+    assert statistics.median(errs) <= 0.05
