@@ -6,7 +6,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from gpucluster.cli.render import console, num, print_json
+from gpucluster.cli.render import console, num, print_json, safe
 
 
 def advise(
@@ -86,7 +86,7 @@ def _render(spec, rungs, answer, bor, deadline_s, serving) -> None:
 
     from gpucluster.units import format_duration
 
-    t = Table(title=f"Where {spec.name} trains" + (f" (deadline {format_duration(deadline_s)})" if deadline_s else ""),
+    t = Table(title=f"Where {safe(spec.name)} trains" + (f" (deadline {format_duration(deadline_s)})" if deadline_s else ""),
               title_justify="left")
     for col in ("option", "fits", "time to train", "failure every", "GPU-hours", "layout / why not"):
         t.add_column(col, justify="right" if col in ("time to train", "failure every", "GPU-hours") else "left",
@@ -95,9 +95,9 @@ def _render(spec, rungs, answer, bor, deadline_s, serving) -> None:
         ok = "yes" if r.fits else "no"
         if r.meets_deadline is not None and r.fits:
             ok += ", in time" if r.meets_deadline else ", too slow"
-        t.add_row(r.label, ok, format_duration(r.time_s) if r.time_s else "-",
+        t.add_row(safe(r.label), ok, format_duration(r.time_s) if r.time_s else "-",
                   format_duration(r.mtbf_s) if r.mtbf_s else "-", num(r.gpu_hours, 0) if r.gpu_hours else "-",
-                  r.layout or r.reason[:200])
+                  safe(r.layout or r.reason[:200]))
     console.print(t)
     console.print("  [dim]time to train without failures (training planner); failure every: MTBF of a job that size "
                   "(Llama 3 rates, `gpucluster reliability`)[/dim]")
@@ -111,14 +111,14 @@ def _render(spec, rungs, answer, bor, deadline_s, serving) -> None:
                   + ("fits the model and meets the deadline" if deadline_s else "fits the model (give --deadline to "
                                                                                 "trade GPUs for time)"))
     b = bor
-    console.print(f"[bold]Build or rent[/bold]: [bold]{b.answer}[/bold]. Renting this run costs "
+    console.print(f"[bold]Build or rent[/bold]: [bold]{safe(b.answer)}[/bold]. Renting this run costs "
                   f"${num(b.run_rent_usd, 0)} at ${b.rent_usd_per_gpu_hour:.2f}/GPU-hour; building costs "
                   f"${num(b.capex_usd, 0)} up front + ${num(b.opex_usd_per_month, 0)} a month and pays back after "
                   + ("never (renting costs less than operating)" if b.break_even_months == float("inf") else
                      f"{b.break_even_months:.1f} months") + f" at {b.utilization:.0%} utilization; over "
                   f"{format_duration(b.horizon_months * 30.44 * 86400)}: build ${num(b.build_total_usd, 0)}, rent ${num(b.rent_total_usd, 0)}")
     for a in b.assumptions:
-        console.print(f"  [dim]- {a}[/dim]")
+        console.print(f"  [dim]- {safe(a)}[/dim]")
     if serving:
         for kind in ("gpu", "cpu"):
             o = serving.get(kind)
@@ -126,5 +126,5 @@ def _render(spec, rungs, answer, bor, deadline_s, serving) -> None:
                 rented = f"${o['usd_per_mtok_rented']:.3f} rented, " if o["usd_per_mtok_rented"] is not None else ""
                 owned = f"${o['usd_per_mtok_owned']:.3f}" if o["usd_per_mtok_owned"] is not None else "-"
                 console.print(f"[bold]Serving[/bold] {num(serving['rate'], 0)} req/s on {kind.upper()}s: "
-                              f"{o['replicas']} x {o['hardware']} replica(s), {o['processors']} processors; "
+                              f"{o['replicas']} x {safe(o['hardware'])} replica(s), {o['processors']} processors; "
                               f"{rented}{owned} owned (processors only) per million output tokens")

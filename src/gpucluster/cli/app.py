@@ -68,13 +68,16 @@ def _root(quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing
 
 def main() -> None:
     from gpucluster.cli.render import set_quiet
+    from gpucluster.cli.safe_text import one_line
 
     args, quiet = _global_flags(sys.argv[1:])
     set_quiet(quiet)
     try:
         code = app(args=args, prog_name="gpucluster", standalone_mode=False)
     except UserError as exc:
-        print(f"error: {exc.message}", file=sys.stderr)
+        # The message quotes the user's input (names, values, YAML reader text): one line, no
+        # control bytes, whatever it holds.
+        print(f"error: {one_line(exc.message)}", file=sys.stderr)
         sys.exit(2)
     except (KeyboardInterrupt, EOFError):
         print("interrupted", file=sys.stderr)
@@ -85,7 +88,7 @@ def main() -> None:
             sys.exit(130)
         if getattr(exc, "exit_code", None) == 2 and hasattr(exc, "format_message"):
             if exc.format_message().strip():          # empty: no arguments, the help was printed
-                print(_usage_error(exc), file=sys.stderr)
+                print(one_line(_usage_error(exc)), file=sys.stderr)
             sys.exit(2)
         raise
     sys.exit(code if isinstance(code, int) else 0)

@@ -6,7 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from gpucluster.cli.render import print_json
+from gpucluster.cli.render import plain, print_json
 
 bench_app = typer.Typer(help="Benchmarks: collectives (nccl-tests table), GEMM, HBM, storage.", no_args_is_help=True)
 Json = Annotated[bool, typer.Option("--json", help="Print JSON")]
@@ -102,7 +102,7 @@ def _skip(reason: str, json_out: bool) -> None:
     if json_out:
         print_json({"skipped": reason})
     else:
-        typer.echo(f"skipped: {reason}")
+        typer.echo(f"skipped: {plain(reason)}")
 
 
 def _gpu_for(name: str | None, device: str) -> str:
@@ -151,7 +151,7 @@ def gemm(sizes: Annotated[str, typer.Option(help="Square sizes m=n=k, comma-sepa
     for r in rows:
         typer.echo(f"{r['precision']:>5} {r['m']:>6} x {r['n']:>6} x {r['k']:>6}: {r['tflops']:9.1f} TFLOP/s")
     if write_calibration:
-        typer.echo(f"wrote {res['calibration']}")
+        typer.echo(f"wrote {plain(res['calibration'])}")
 
 
 @bench_app.command("hbm")
@@ -173,7 +173,7 @@ def hbm(size: Annotated[str, typer.Option(help="Buffer size")] = "2G", iters: An
     if json_out:
         print_json(res)
     else:
-        typer.echo(f"{res['device']}: {res['tbps']:.3f} TB/s (copy of {size}, read + write)")
+        typer.echo(f"{plain(res['device'])}: {res['tbps']:.3f} TB/s (copy of {plain(size)}, read + write)")
 
 
 @bench_app.command("storage")
@@ -203,5 +203,5 @@ def storage(path: Annotated[str, typer.Argument(help="Folder on the storage to t
     if json_out:
         print_json(res)
     else:
-        typer.echo(f"{res['path']}: write {res['write_gbps']:.2f} GB/s (fsync included), read {res['read_gbps']:.2f} GB/s"
+        typer.echo(f"{plain(res['path'])}: write {res['write_gbps']:.2f} GB/s (fsync included), read {res['read_gbps']:.2f} GB/s"
                    + (" (likely from the page cache)" if res["read_maybe_cached"] else ""))

@@ -6,7 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from gpucluster.cli.render import console, num, print_json
+from gpucluster.cli.render import console, num, print_json, safe
 
 FAMILIES = ("gpu", "nic", "switch", "cpu", "link")
 
@@ -46,7 +46,7 @@ def _gpu_table(cat):
     for name, g in cat.gpus.items():
         pk = g.peak_tflops
         rent = g.prices.rental_usd_per_gpu_hour
-        t.add_row(name, num(pk["bf16"].value if "bf16" in pk else None, 0),
+        t.add_row(safe(name), num(pk["bf16"].value if "bf16" in pk else None, 0),
                   num(pk["fp8"].value if "fp8" in pk else None, 0), num(pk["fp4"].value if "fp4" in pk else None, 0),
                   num(g.memory.capacity_gib.value), num(g.memory.bandwidth_tbps.value, 2),
                   num(g.scale_up.bandwidth_gbps_per_direction.value, 0), str(g.domain_size),
@@ -60,9 +60,10 @@ def _nic_table(cat):
     for col in ("name", "fabric", "Gbit/s", "GB/s", "link", "W", "$", "aliases"):
         t.add_column(col)
     for name, n in cat.nics.items():
-        t.add_row(name, n.fabric, num(n.line_rate_gbit.value, 0), num(n.line_rate_gbit.value / 8, 1), n.link,
+        t.add_row(safe(name), safe(n.fabric), num(n.line_rate_gbit.value, 0), num(n.line_rate_gbit.value / 8, 1),
+                  safe(n.link),
                   num(n.power_w.value if n.power_w else None, 0),
-                  num(n.price_usd.value if n.price_usd else None, 0), ", ".join(n.aliases))
+                  num(n.price_usd.value if n.price_usd else None, 0), safe(", ".join(n.aliases)))
     return t
 
 
@@ -72,9 +73,9 @@ def _switch_table(cat):
     for col in ("name", "fabric", "ports", "Gbit/s per port", "Tbit/s", "W", "$", "aliases"):
         t.add_column(col)
     for name, s in cat.switches.items():
-        t.add_row(name, s.fabric, num(s.radix.value, 0), num(s.port_gbit.value, 0),
+        t.add_row(safe(name), safe(s.fabric), num(s.radix.value, 0), num(s.port_gbit.value, 0),
                   num(s.radix.value * s.port_gbit.value / 1000, 1), num(s.power_w.value, 0),
-                  num(s.price_usd.value if s.price_usd else None, 0), ", ".join(s.aliases))
+                  num(s.price_usd.value if s.price_usd else None, 0), safe(", ".join(s.aliases)))
     return t
 
 
@@ -84,7 +85,7 @@ def _cpu_table(cat):
     for col in ("name", "cores", "boost GHz", "FP32 TFLOP/s", "mem GB/s", "TDP W", "$"):
         t.add_column(col)
     for name, c in cat.cpus.items():
-        t.add_row(name, num(c.cores.value, 0), num(c.boost_ghz.value, 2), num(c.peak_fp32_tflops.value, 2),
+        t.add_row(safe(name), num(c.cores.value, 0), num(c.boost_ghz.value, 2), num(c.peak_fp32_tflops.value, 2),
                   num(c.memory_bandwidth_gbps.value, 0), num(c.tdp_w.value, 0),
                   num(c.price_usd.value if c.price_usd else None, 0))
     return t
@@ -96,7 +97,7 @@ def _link_table(cat):
     for col in ("name", "kind", "ring eff", "NVLS eff", "hop us", "base us"):
         t.add_column(col)
     for name, link in cat.links.items():
-        t.add_row(name, link.kind, num(link.ring.efficiency.value, 2),
+        t.add_row(safe(name), safe(link.kind), num(link.ring.efficiency.value, 2),
                   num(link.in_switch.efficiency.value if link.in_switch else None, 2),
                   num(link.hop_latency_us.value, 1), num(link.base_latency_us.value, 1))
     return t
@@ -111,7 +112,8 @@ def _show(family: str, entry) -> None:
 
     from gpucluster.catalog.models import GemmPoint, Sourced
 
-    t = Table(title=f"{family} {entry.name}" + (f" (aliases: {', '.join(entry.aliases)})" if entry.aliases else ""),
+    # A catalog copy (GPUCLUSTER_CATALOG, bench --write-calibration) is a user's file: safe().
+    t = Table(title=safe(f"{family} {entry.name}" + (f" (aliases: {', '.join(entry.aliases)})" if entry.aliases else "")),
               title_justify="left")
     for col in ("field", "value", "provenance", "source"):
         t.add_column(col)
@@ -121,11 +123,11 @@ def _show(family: str, entry) -> None:
             path = f"{prefix}{key}"
             if isinstance(value, Sourced):
                 src = entry.sources[value.source]
-                t.add_row(path, f"{value.value:g}", src.kind, f"{src.title} ({src.date})")
+                t.add_row(safe(path), f"{value.value:g}", safe(src.kind), safe(f"{src.title} ({src.date})"))
             elif isinstance(value, GemmPoint):
                 src = entry.sources[value.source]
-                t.add_row(f"{prefix}gemm {value.m}x{value.n}x{value.k} {value.precision}",
-                          f"{value.tflops:g} TFLOP/s", src.kind, f"{src.title} ({src.date})")
+                t.add_row(safe(f"{prefix}gemm {value.m}x{value.n}x{value.k} {value.precision}"),
+                          f"{value.tflops:g} TFLOP/s", safe(src.kind), safe(f"{src.title} ({src.date})"))
             elif isinstance(value, dict) and key != "sources":
                 walk(value.items(), path + ".")
             elif isinstance(value, list) and key != "aliases":
@@ -133,7 +135,7 @@ def _show(family: str, entry) -> None:
             elif hasattr(value, "model_fields") and key != "sources":
                 walk(((k, getattr(value, k)) for k in type(value).model_fields), path + ".")
             elif key not in ("sources", "aliases", "name") and value is not None and not isinstance(value, list):
-                t.add_row(path, str(value), "", "")
+                t.add_row(safe(path), safe(value), "", "")
 
     walk(((k, getattr(entry, k)) for k in type(entry).model_fields), "")
     console.print(t)

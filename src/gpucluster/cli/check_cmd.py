@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from gpucluster.cli.render import console, print_json
+from gpucluster.cli.render import console, print_json, safe
 
 STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
@@ -43,7 +43,7 @@ def check(
             print_json(rows)
         else:
             for r in rows:
-                console.print(f"{r['id']:24} {r['summary']}")
+                console.print(safe(f"{r['id']:24} {r['summary']}"))
         return
     if cluster is None:
         raise UserError("give a cluster spec: gpucluster check CLUSTER.yaml [--job FILE ...]")
@@ -80,19 +80,18 @@ def check(
 
 
 def _render(ctx, findings, counts, fail_on: str, code: int) -> None:
-    from rich.markup import escape
-
+    # Names, paths, titles and evidence quote the spec and the job files: all through safe().
     jobs = ", ".join(j.path for j in ctx.jobs) or "none"
-    console.print(f"[bold]{ctx.spec.name}[/bold]: {ctx.spec.total_gpus} GPUs; jobs: {escape(jobs)}; model "
-                  f"{escape(ctx.model_note)}; job on {ctx.job_nodes} node(s) of pool {ctx.pool.name}")
+    console.print(f"[bold]{safe(ctx.spec.name)}[/bold]: {ctx.spec.total_gpus} GPUs; jobs: {safe(jobs)}; model "
+                  f"{safe(ctx.model_note)}; job on {ctx.job_nodes} node(s) of pool {safe(ctx.pool.name)}")
     for f in findings:
-        console.print(f"\n[{STYLE[f.severity]}]{f.severity.upper():7}[/] [bold]{f.rule}[/bold]  "
-                      f"[dim]{escape(f.where or '')}[/dim]")
-        console.print(f"  {escape(f.title)}")
+        console.print(f"\n[{STYLE[f.severity]}]{f.severity.upper():7}[/] [bold]{safe(f.rule)}[/bold]  "
+                      f"[dim]{safe(f.where or '')}[/dim]")
+        console.print(f"  {safe(f.title)}")
         if f.evidence:
             ev = ", ".join(f"{k} {v}" for k, v in f.evidence.items())
-            console.print(f"  [dim]evidence: {escape(ev)}[/dim]")
-        console.print(f"  fix: {escape(f.fix)}")
+            console.print(f"  [dim]evidence: {safe(ev)}[/dim]")
+        console.print(f"  fix: {safe(f.fix)}")
     summary = ", ".join(f"{counts[s]} {s}{'s' if counts[s] != 1 and s != 'info' else ''}"
                         for s in ("error", "warning", "info"))
     verdict = "clean" if not findings else summary

@@ -6,7 +6,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from gpucluster.cli.render import console, num, print_json
+from gpucluster.cli.render import console, num, print_json, safe
 
 
 def parse_price_flags(flags: list[str] | None, files: list[str] | None) -> dict[str, tuple[float, str]]:
@@ -123,7 +123,7 @@ def _render(plan, out: dict[str, Any]) -> None:
     from gpucluster.units import format_duration
 
     b = plan.build
-    console.print(f"[bold]{out['cluster']}[/bold]: {b.gpus} GPUs, {out['it_kw']:.0f} kW IT load; "
+    console.print(f"[bold]{safe(out['cluster'])}[/bold]: {b.gpus} GPUs, {out['it_kw']:.0f} kW IT load; "
                   f"{out['years']:g}-year view at {plan.utilization:.0%} utilization")
     for title, items in (("Build: capital", b.capex), ("Build: operating, per year", b.opex_per_year)):
         t = Table(title=title, title_justify="left")
@@ -131,7 +131,9 @@ def _render(plan, out: dict[str, Any]) -> None:
             t.add_column(col, justify="right" if col in ("quantity", "unit $", "total $") else "left",
                          overflow="fold", max_width=70 if col == "price from" else None)
         for i in items:
-            t.add_row(i.category, i.name, _q(i.quantity), _q(i.unit_usd), num(i.total_usd, 0), i.origin)
+            # item names and origins can come from a price file or a --price flag
+            t.add_row(safe(i.category), safe(i.name), _q(i.quantity), _q(i.unit_usd), num(i.total_usd, 0),
+                      safe(i.origin))
         t.add_row("[bold]total[/bold]", "", "", "", f"[bold]{num(sum(x.total_usd for x in items), 0)}[/bold]", "")
         console.print(t)
     r = Table(title=f"Build or rent, {out['years']:g} years", title_justify="left")
@@ -142,12 +144,12 @@ def _render(plan, out: dict[str, Any]) -> None:
               num(out["tco_usd"], 0), "", f"capital {num(b.capex_usd, 0)} + operating; per GPU-hour used")
     for x in out["rent"]:
         be = x["break_even_months"]
-        r.add_row(f"rent {x['option']}", num(x["usd_per_gpu_hour"], 2), num(x["usd_per_year"], 0),
-                  num(x["tco_usd"], 0), "never" if be is None else f"{be:.1f}", x["origin"])
+        r.add_row(f"rent {safe(x['option'])}", num(x["usd_per_gpu_hour"], 2), num(x["usd_per_year"], 0),
+                  num(x["tco_usd"], 0), "never" if be is None else f"{be:.1f}", safe(x["origin"]))
     console.print(r)
     if "training_run" in out:
         tr = out["training_run"]
-        console.print(f"[bold]Training run[/bold] {tr['model']}, {tr['tokens']:.3g} tokens: "
+        console.print(f"[bold]Training run[/bold] {safe(tr['model'])}, {tr['tokens']:.3g} tokens: "
                       f"{num(tr['gpu_hours'], 0)} GPU-hours of compute, goodput {tr['goodput']:.1%} "
                       f"(checkpoints, failures, restarts) -> {format_duration(tr['wall_s'])} wall clock; "
                       f"rent on demand ${num(tr['rent_usd'], 0)}, on the built cluster ${num(tr['build_usd'], 0)}")
@@ -157,10 +159,10 @@ def _render(plan, out: dict[str, Any]) -> None:
                       f"${s['rent_usd_per_million_tokens']:.3f} per million tokens rented, "
                       f"${s['build_usd_per_million_tokens']:.3f} built")
     for a in b.assumptions:
-        console.print(f"  [dim]- {a}[/dim]")
+        console.print(f"  [dim]- {safe(a)}[/dim]")
     cited = [ref for ref in b.notes if any(f"prices.yaml {ref} (" in i.origin or f": prices.yaml {ref} (" in i.origin
                                             for i in (*b.capex, *b.opex_per_year))]
     if cited:
         console.print("[bold]Sources[/bold] (prices.yaml):")
         for ref in cited:
-            console.print(f"  [dim]{ref}: {b.notes[ref]}[/dim]")
+            console.print(f"  [dim]{safe(ref)}: {safe(b.notes[ref])}[/dim]")

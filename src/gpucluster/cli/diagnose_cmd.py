@@ -19,7 +19,7 @@ def diagnose(
     import json
 
     from gpucluster.bench.diagnose import diagnose as run
-    from gpucluster.cli.render import console, print_json
+    from gpucluster.cli.render import console, print_json, safe
     from gpucluster.errors import UserError
     from gpucluster.specs.loader import read_text
 
@@ -38,13 +38,13 @@ def diagnose(
                     "tiers": [f.to_json() for f in findings],
                     "bottleneck": bad[0].to_json() if bad else None})
     else:
-        from rich.markup import escape
+        escape = safe          # sentences quote the result files and the spec: markup and control bytes
         for f in findings:
             style = "bold red" if f.bottleneck else "green"
             label = "BOTTLENECK" if f.bottleneck else "ok"
             console.print(f"[{style}]{label:10}[/] {escape(f.sentence())}")
-            console.print(f"           [dim]{escape(f.source)}: {f.op}, {f.ranks} ranks on {f.nodes} node(s); sizes "
-                          f"{', '.join(str(s) for s in f.sizes)} B; measured "
+            console.print(f"           [dim]{escape(f.source)}: {escape(f.op)}, {f.ranks} ranks on {f.nodes} node(s); sizes "
+                          f"{escape(', '.join(str(s) for s in f.sizes))} B; measured "
                           f"{', '.join(f'{m:.3g}' for m in f.measured_gbps)} GB/s, expected "
                           f"{', '.join(f'{e:.3g}' for e in f.expected_gbps)}[/dim]")
             for n in f.notes:

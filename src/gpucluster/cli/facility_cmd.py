@@ -7,7 +7,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from gpucluster.cli.render import console, num, print_json
+from gpucluster.cli.render import console, num, print_json, safe
 
 
 def facility(
@@ -42,7 +42,7 @@ def facility(
     from rich.table import Table
 
     feed = f"{rep.voltage_v:g} V {'three' if rep.phases == 3 else 'single'}-phase"
-    console.print(f"[bold]{spec.name}[/bold]: {rep.it_kw:.0f} kW IT at full load, {rep.facility_kw:.0f} kW with PUE "
+    console.print(f"[bold]{safe(spec.name)}[/bold]: {rep.it_kw:.0f} kW IT at full load, {rep.facility_kw:.0f} kW with PUE "
                   f"{rep.pue:g}; feed {feed}" + ("" if spec.facility else " (no facility section: assumed)"))
     t = Table(title="Per pool", title_justify="left")
     for col in ("pool", "node kW", "nodes/rack", "rack kW", "budget kW", "fit/rack", "A per phase", "circuits",
@@ -50,23 +50,23 @@ def facility(
         t.add_column(col, justify="left" if col in ("pool", "cooling") else "right")
     for r in rep.racks:
         over = "[red]" if r.over_budget else ""
-        t.add_row(r.pool, f"{r.node.kw:.2f}", str(r.nodes_per_rack), f"{over}{r.rack_kw:.1f}", num(r.budget_kw, 0),
+        t.add_row(safe(r.pool), f"{r.node.kw:.2f}", str(r.nodes_per_rack), f"{over}{r.rack_kw:.1f}", num(r.budget_kw, 0),
                   str(r.nodes_that_fit), f"{r.amps_per_phase:.0f}", str(r.circuits), str(r.circuits_at_480v_3ph),
-                  r.cooling + (" (over air limit)" if r.air_too_dense else ""))
+                  safe(r.cooling) + (" (over air limit)" if r.air_too_dense else ""))
     console.print(t)
     for r in rep.racks:
-        console.print(f"  [dim]{r.pool} node: " + "; ".join(r.node.provenance) + "[/dim]")
+        console.print(f"  [dim]{safe(r.pool)} node: " + safe("; ".join(r.node.provenance)) + "[/dim]")
     for p in rep.provenance:
-        console.print(f"  [dim]{p}[/dim]")
+        console.print(f"  [dim]{safe(p)}[/dim]")
     if "storage" in out:
         st = out["storage"]
-        s = Table(title=f"Storage for {st['model']} on {st['gpus']} GPUs: input {st['input_gbps']:.3g} GB/s "
-                        f"({st['input_basis']}); checkpoint {st['checkpoint_tb']:.2f} TB", title_justify="left")
+        s = Table(title=f"Storage for {safe(st['model'])} on {st['gpus']} GPUs: input {st['input_gbps']:.3g} GB/s "
+                        f"({safe(st['input_basis'])}); checkpoint {st['checkpoint_tb']:.2f} TB", title_justify="left")
         for col in ("tier", "kind", "read GB/s", "write GB/s", "input share of read", "checkpoint write",
                     "Daly interval", "write share of interval"):
             s.add_column(col, justify="left" if col in ("tier", "kind") else "right")
         for t in st["tiers"]:
-            s.add_row(t["tier"], t["kind"], num(t["read_gbps"], 0), num(t["write_gbps"], 0),
+            s.add_row(safe(t["tier"]), safe(t["kind"]), num(t["read_gbps"], 0), num(t["write_gbps"], 0),
                       f"{t['input_share']:.2%}", f"{t['checkpoint_write_s']:.1f} s",
                       f"{t['daly_interval_s'] / 60:.1f} min" if t["daly_interval_s"] else "-",
                       f"{t['write_share']:.2%}" if t["write_share"] is not None else "-")

@@ -7,7 +7,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from gpucluster.cli.render import console, num, print_json
+from gpucluster.cli.render import console, num, print_json, safe
 
 
 def models(
@@ -69,8 +69,8 @@ def _table(rows: list[dict[str, Any]]):
     for r in rows:
         heads = f"{r['heads']}/{r['kv_heads']}" + (" MLA" if r["attention"] == "mla" else "")
         ffn = f"{r['ffn_hidden']}" + (" gated" if r["gated_mlp"] else "")
-        t.add_row(r["name"], num(r["params_total"] / 1e9, 2), num(r["params_active"] / 1e9, 2), str(r["layers"]),
-                  str(r["hidden"]), heads, ffn, str(r["vocab"]), str(r["seq_len"]), r["moe"], r["source_id"] or "-")
+        t.add_row(safe(r["name"]), num(r["params_total"] / 1e9, 2), num(r["params_active"] / 1e9, 2), str(r["layers"]),
+                  str(r["hidden"]), heads, ffn, str(r["vocab"]), str(r["seq_len"]), safe(r["moe"]), safe(r["source_id"] or "-"))
     return t
 
 
@@ -92,14 +92,15 @@ def _detail(spec, preset) -> dict[str, Any]:
 
 def _show(d: dict[str, Any]) -> None:
     from rich.table import Table
-    console.print(f"[bold]{d['name'] or 'model'}[/bold]" + (f"  (aliases: {', '.join(d['aliases'])})"
-                                                             if d["aliases"] else ""))
+    # A model YAML's name and values are the user's: safe().
+    console.print(f"[bold]{safe(d['name'] or 'model')}[/bold]" + (f"  (aliases: {safe(', '.join(d['aliases']))})"
+                                                                   if d["aliases"] else ""))
     t = Table(show_header=False, box=None)
     t.add_column(justify="left")
     t.add_column(justify="right")
     for k, v in d["spec"].items():
         if k != "name" and v is not None:
-            t.add_row(k, str(v))
+            t.add_row(safe(k), safe(v))
     console.print(t)
     p = d["params"]
     pt = Table(title="Parameters (B = 1e9)", title_justify="left")
@@ -125,11 +126,11 @@ def _show(d: dict[str, Any]) -> None:
     for key, label in (("published_total_params", "published total"), ("published_active_params",
                                                                         "published active")):
         if d.get(key):
-            console.print(f"{label}: {num(d[key]['value'] / 1e9, 2)} B ({d[key]['source']})")
+            console.print(f"{label}: {num(d[key]['value'] / 1e9, 2)} B ({safe(d[key]['source'])})")
     console.print(f"training FLOPs per token at seq {d['seq_len']}: {d['train_flops_per_token']:.4g} "
                   f"(Megatron count, full attention; causal {d['train_flops_per_token_causal']:.4g})")
     src = d.get("source")
     if isinstance(src, dict):
-        console.print(f"source: {src['title']} ({src['date']})" + (f" {src['url']}" if src.get("url") else ""))
+        console.print(safe(f"source: {src['title']} ({src['date']})" + (f" {src['url']}" if src.get("url") else "")))
     if d.get("notes"):
-        console.print(f"notes: {d['notes']}")
+        console.print(f"notes: {safe(d['notes'])}")

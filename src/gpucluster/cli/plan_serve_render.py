@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from gpucluster.cli.render import console, num, print_json
+from gpucluster.cli.render import console, num, print_json, safe
 
 
 def _ms(x: float | None) -> str:
@@ -61,15 +61,16 @@ def render(result, meta: dict[str, Any], sim, top: int) -> None:
         slo.append(f"TTFT p99 <= {meta['slo_ttft_s'] * 1e3:g} ms")
     if meta["slo_tpot_s"]:
         slo.append(f"TPOT p99 <= {meta['slo_tpot_s'] * 1e3:g} ms")
-    console.print(f"[bold]Serving {meta['model']}[/bold] at {num(rate, 0)} requests/s "
-                  f"({meta['input']} prompt + {out} output tokens, {meta['lengths']} lengths, Poisson arrivals); "
-                  f"SLO: {', '.join(slo) or 'none'}; weights {meta['weights']}, KV cache {meta['kv']}; "
-                  f"on {meta['target']}")
+    # The model name and the target (a cluster name and path) come from the user's files: safe().
+    console.print(f"[bold]Serving {safe(meta['model'])}[/bold] at {num(rate, 0)} requests/s "
+                  f"({meta['input']} prompt + {out} output tokens, {safe(meta['lengths'])} lengths, Poisson arrivals); "
+                  f"SLO: {', '.join(slo) or 'none'}; weights {safe(meta['weights'])}, KV cache {safe(meta['kv'])}; "
+                  f"on {safe(meta['target'])}")
     b = result.best
     p = b.point
     console.print()
     console.print(f"[bold]Recommended deployment[/bold]: {b.replicas:,} replica{'s' if b.replicas > 1 else ''} "
-                  f"of {b.hardware} {_shape(b)} = {b.gpus:,} {'sockets' if _shape(b) == 'CPU node' else 'GPUs'}"
+                  f"of {safe(b.hardware)} {_shape(b)} = {b.gpus:,} {'sockets' if _shape(b) == 'CPU node' else 'GPUs'}"
                   + (f" ({math.ceil(b.gpus / meta['gpus_per_node']):,} nodes of {meta['gpus_per_node']})"
                      if _shape(b) != "CPU node" else ""))
     console.print(f"  one replica: up to {num(b.per_replica_rate, 2)} requests/s within the SLOs "
@@ -87,10 +88,10 @@ def render(result, meta: dict[str, Any], sim, top: int) -> None:
     elif own is not None:
         console.print(f"  cost: ${own:.3f} per million output tokens owned (processors over 3 years; no rental price)")
     if b.price_source:
-        console.print(f"  [dim]price: {b.price_source}[/dim]")
-    console.print(f"[bold]Binding constraint[/bold]: {b.binding}"
-                  + (f" [dim](the replica stops at {b.limit})[/dim]" if b.limit == "capacity" else ""))
-    console.print(f"  [dim]serving efficiency {b.efficiency[0]:g}: {b.efficiency[1]}[/dim]")
+        console.print(f"  [dim]price: {safe(b.price_source)}[/dim]")
+    console.print(f"[bold]Binding constraint[/bold]: {safe(b.binding)}"
+                  + (f" [dim](the replica stops at {safe(b.limit)})[/dim]" if b.limit == "capacity" else ""))
+    console.print(f"  [dim]serving efficiency {b.efficiency[0]:g}: {safe(b.efficiency[1])}[/dim]")
     if sim is not None:
         console.print(f"[bold]Discrete-event check[/bold] ({sim.requests} requests, one replica): "
                       f"TTFT p50/p99 {_ms(sim.ttft_p50)}/{_ms(sim.ttft_p99)} ms, "
@@ -106,15 +107,15 @@ def render(result, meta: dict[str, Any], sim, top: int) -> None:
         m = o.usd_per_mtok(rate, out)
         cost = f"{m:.3f}" if m is not None else (f"own {o.usd_per_mtok(rate, out, own=True):.3f}"
                                                  if o.own_usd_per_hour is not None else "-")
-        t.add_row(o.hardware, _shape(o), f"{o.replicas:,}", f"{o.gpus:,}", str(o.max_batch), num(o.per_replica_rate, 2),
+        t.add_row(safe(o.hardware), _shape(o), f"{o.replicas:,}", f"{o.gpus:,}", str(o.max_batch), num(o.per_replica_rate, 2),
                   num(q.tokens_per_s, 0), f"{_ms(q.ttft_p50)}/{_ms(q.ttft_p99)}", f"{_ms(q.tpot_p50)}/{_ms(q.tpot_p99)}",
-                  cost, o.binding)
+                  cost, safe(o.binding))
     console.print()
     console.print(t)
     if result.rejected:
         shown = "; ".join(f"{r.hardware} TP{r.tp}xPP{r.pp}: {r.reason} ({r.detail})" for r in result.rejected[:6])
         more = f" and {len(result.rejected) - 6} more" if len(result.rejected) > 6 else ""
-        console.print(f"[dim]Not possible: {shown}{more}[/dim]")
+        console.print(f"[dim]Not possible: {safe(shown)}{more}[/dim]")
     if meta.get("nodes") and _shape(b) != "CPU node" and b.gpus > meta["nodes"] * meta["gpus_per_node"]:
         console.print(f"[yellow]The recommended deployment needs {b.gpus:,} GPUs; the {meta['nodes']} nodes given "
                       f"hold {meta['nodes'] * meta['gpus_per_node']:,}.[/yellow]")

@@ -6,7 +6,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from gpucluster.cli.render import console, num, print_json
+from gpucluster.cli.render import console, num, print_json, safe
 
 DEFAULT_GPUS = (8, 64, 256, 1024, 2048, 8000, 16384, 80000)
 
@@ -86,7 +86,7 @@ def _render(fm, out: dict[str, Any], plan) -> None:
 
     from gpucluster.units import format_duration
 
-    console.print(f"[bold]Failure profile {fm.profile}[/bold]: {fm.description}")
+    console.print(f"[bold]Failure profile {safe(fm.profile)}[/bold]: {safe(fm.description)}")
     t = Table(title="Time between job interruptions by job size (8 GPUs per node)", title_justify="left")
     for col in ("GPUs", "nodes", "MTBF"):
         t.add_column(col, justify="right")
@@ -94,7 +94,7 @@ def _render(fm, out: dict[str, Any], plan) -> None:
         t.add_row(num(r["gpus"], 0), num(r["nodes"], 0), format_duration(r["mtbf_h"] * 3600))
     console.print(t)
     c = Table(title="The seed's claims against this profile", title_justify="left")
-    for col in ("nodes", "seed says", f"{fm.profile} gives", "seed: failures more often by"):
+    for col in ("nodes", "seed says", f"{safe(fm.profile)} gives", "seed: failures more often by"):
         c.add_column(col, justify="right")
     for r in out["seed_claims"]:
         c.add_row(num(r["nodes"], 0), format_duration(r["seed_mtbf_h"] * 3600),
@@ -103,10 +103,10 @@ def _render(fm, out: dict[str, Any], plan) -> None:
     if plan is None:
         return
     j = out["job"]
-    console.print(f"\n[bold]{j['cluster']}[/bold]: {j['model']} on {j['gpus']} GPUs ({j['nodes']} nodes): "
+    console.print(f"\n[bold]{safe(j['cluster'])}[/bold]: {safe(j['model'])} on {j['gpus']} GPUs ({j['nodes']} nodes): "
                   f"{j['interruptions_per_day']:.2f} interruptions a day, one every {format_duration(j['mtbf_s'])}")
     comp = ", ".join(f"{k} {v:.3f}" for k, v in j["by_component_per_day"].items())
-    console.print(f"  by component, per day: {comp}")
+    console.print(f"  by component, per day: {safe(comp)}")
     console.print(f"  checkpoint: {j['checkpoint_bytes'] / 1e12:.2f} TB (weights + optimizer state)")
     given = any("given_interval_s" in o for o in j["options"])
     o = Table(title="Checkpoint tiers (intervals: Young 1974, Daly 2006 eq. 37; goodput: Daly's wall-clock model)",
@@ -117,7 +117,7 @@ def _render(fm, out: dict[str, Any], plan) -> None:
     for col in cols:
         o.add_column(col, justify="left" if col == "tier" else "right")
     for r in j["options"]:
-        row = [r["tier"] + ("" if r["durable"] else " (not durable)"), format_duration(r["write_s"]),
+        row = [safe(r["tier"]) + ("" if r["durable"] else " (not durable)"), format_duration(r["write_s"]),
                format_duration(r["copy_s"]) if r["copy_s"] else "-", format_duration(r["read_s"]),
                format_duration(r["young_s"]), format_duration(r["daly_s"]),
                format_duration(r["lost_work_per_failure_s"]), f"{r['goodput']:.2%}"]
@@ -126,11 +126,11 @@ def _render(fm, out: dict[str, Any], plan) -> None:
         o.add_row(*row)
     console.print(o)
     best = next(r for r in j["options"] if r["tier"] == j["best"])
-    console.print(f"[bold]Best[/bold]: checkpoint to {j['best']} every {format_duration(best['daly_s'])}: "
+    console.print(f"[bold]Best[/bold]: checkpoint to {safe(j['best'])} every {format_duration(best['daly_s'])}: "
                   f"goodput {best['goodput']:.2%}, {format_duration(best['lost_work_per_failure_s'])} lost per failure "
                   f"(restart included)")
     s = j["spares"]
     console.print(f"[bold]Spares[/bold]: {s['nodes_down_mean']:.2f} nodes out for repair on average; keep "
                   f"{s['spare_nodes']} spare node(s) ({s['quantile']:.0%} of the time enough)")
     for a in j["assumptions"]:
-        console.print(f"  [dim]- {a}[/dim]")
+        console.print(f"  [dim]- {safe(a)}[/dim]")

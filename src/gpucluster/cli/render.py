@@ -6,15 +6,37 @@ import json
 import math
 import os
 import sys
+from collections.abc import Iterable
 from typing import Any
 
 from rich.console import Console
+from rich.segment import Segment
+
+from gpucluster.cli.safe_text import one_line, plain, safe
+
+__all__ = ["console", "err_console", "num", "one_line", "plain", "print_json", "safe", "set_quiet"]
+
+
+class _SafeConsole(Console):
+    """A console that never lets a control character from the printed text reach the terminal.
+
+    `safe()` at every print site is the rule; this is the net under it, for a site that forgot.
+    Rich's own escapes (colours, hyperlinks, cursor moves for progress bars) are made from styles
+    and control segments after this filter, so they pass; an ESC or BEL inside text does not.
+    `_render_buffer` is rich's private hook: if a rich release renames it, the net is gone but
+    nothing breaks (tests/cli/test_render.py notices)."""
+
+    def _render_buffer(self, buffer: Iterable[Segment]) -> str:
+        return super()._render_buffer(
+            seg if seg.control else Segment(plain(seg.text, multiline=True), seg.style, seg.control)
+            for seg in buffer)
+
 
 # Piped output (files, CI logs) gets a wide page instead of rich's 80-column default,
 # so that tables do not fold; a terminal keeps its own width.
 _width = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 160
-console = Console(highlight=False, width=_width)
-err_console = Console(stderr=True, highlight=False)
+console = _SafeConsole(highlight=False, width=_width)
+err_console = _SafeConsole(stderr=True, highlight=False)
 
 
 def set_quiet(quiet: bool = True) -> None:

@@ -94,7 +94,7 @@ def compare(
 @simulate_app.command("policies")
 def list_policies(json_out: JsonOut = False) -> None:
     """List the scheduling policies and their options."""
-    from gpucluster.cli.render import console, print_json
+    from gpucluster.cli.render import console, print_json, safe
     from gpucluster.sim.policies import load_all
 
     reg = load_all()
@@ -102,9 +102,9 @@ def list_policies(json_out: JsonOut = False) -> None:
         print_json({name: {"summary": cls.summary, "options": cls.options_doc} for name, cls in reg.items()})
         return
     for name, cls in reg.items():
-        console.print(f"[bold]{name:12}[/bold] {cls.summary}")
+        console.print(f"[bold]{safe(f'{name:12}')}[/bold] {safe(cls.summary)}")
         for opt, doc in cls.options_doc.items():
-            console.print(f"{'':14}option {opt}: {doc}")
+            console.print(f"{'':14}option {safe(opt)}: {safe(doc)}")
 
 
 def _run(loaded, policy: str | None, seed: int | None, events: str | None, label: str,
@@ -140,14 +140,14 @@ def _run(loaded, policy: str | None, seed: int | None, events: str | None, label
                 return
             from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-            from gpucluster.cli.render import err_console
+            from gpucluster.cli.render import err_console, safe
             bar = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
                            TextColumn("day {task.completed:,.0f}"), TimeElapsedColumn(),
                            console=err_console, transient=True)
             bar.start()
             progress["bar"] = bar
             end = sim.cfg.horizon_s or max((j.submit for j in sim.jobs), default=0.0) * 1.2 or 86400.0
-            progress["task"] = bar.add_task(label, total=end / 86400.0)
+            progress["task"] = bar.add_task(safe(label), total=end / 86400.0)   # label: scenario name
         bar.update(progress["task"], completed=t / 86400.0)
 
     def on_sigint(signum, frame) -> None:

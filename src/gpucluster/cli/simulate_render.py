@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpucluster.cli.render import console, num
+from gpucluster.cli.render import console, num, safe
 from gpucluster.units import format_duration
 
 BLOCKS = " ▁▂▃▄▅▆▇█"
@@ -30,20 +30,21 @@ def render_summary(s: dict[str, Any]) -> None:
     from rich.table import Table
 
     c = console
-    head = (f"[bold]{s['scenario']}[/bold]: policy {s['policy']}, seed {s['seed']}, "
+    # Scenario, class, service and trace names come from the scenario file and the traces: safe().
+    head = (f"[bold]{safe(s['scenario'])}[/bold]: policy {safe(s['policy'])}, seed {s['seed']}, "
             f"{s['simulated_days']:.1f} simulated days")
     if s["partial"]:
         head += " [bold red](PARTIAL: stopped early)[/bold red]"
     c.print(head)
     cl = s["cluster"]
-    types = ", ".join(f"{n} x {t}" for t, n in cl["types"].items())
+    types = safe(", ".join(f"{n} x {t}" for t, n in cl["types"].items()))
     burst = f", up to {cl['cloud_gpus_max']:,} more rented in the cloud" if cl.get("cloud_gpus_max") else ""
     c.print(f"Cluster: {cl['gpus']:,} GPUs on {cl['nodes']:,} nodes ({types}){burst}")
     j = s["jobs"]
     c.print(f"Jobs: {j['total']:,}: {j['completed']:,} completed, {j['failed']:,} failed, "
             f"{j['cancelled']:,} cancelled, {j['running']:,} still running, {j['pending']:,} still pending")
     for why, n in j["not_run"].items():
-        c.print(f"  [yellow]{n:,} not run: {why}[/yellow]")
+        c.print(f"  [yellow]{n:,} not run: {safe(why)}[/yellow]")
     u = s["utilization"]
     c.print(f"Utilization: allocation {pct(u['allocation'])}, busy {pct(u['busy'])} of "
             f"{num(u['capacity_gpu_hours'], 0)} GPU-hours (idle {num(u['idle_gpu_hours'], 0)}, "
@@ -61,12 +62,12 @@ def render_summary(s: dict[str, Any]) -> None:
         seen = f"one every {f['cluster_mtbf_hours']:.1f} h" if f["cluster_mtbf_hours"] else "none"
         c.print(f"Failures: {f['count']:,}, {f['hardware']:,} of them hardware ({seen}; expected one every "
                 f"{f['expected_cluster_mtbf_hours']:.1f} h, {f['per_gpu_hour']:.3g} per GPU-hour, "
-                f"{f['distribution']}); {f['jobs_interrupted']:,} job interruptions")
+                f"{safe(f['distribution'])}); {f['jobs_interrupted']:,} job interruptions")
         if f.get("by_component"):
-            c.print("  by component: " + ", ".join(f"{k} {v}" for k, v in f["by_component"].items()))
-        c.print(f"  rate: {f['source']}")
+            c.print("  by component: " + safe(", ".join(f"{k} {v}" for k, v in f["by_component"].items())))
+        c.print(f"  rate: {safe(f['source'])}")
         c.print(f"  repair: {f['repair_hours_default']:g} h after a hardware failure unless the scenario says "
-                f"(reliability data node_repair_h: {f['repair_source'].split(':')[0]})")
+                f"(reliability data node_repair_h: {safe(f['repair_source'].split(':')[0])})")
     fr = s["fragmentation"]
     if fr.get("mean_gpus") is not None:
         c.print(f"Fragmentation: {fr['mean_gpus']:.1f} GPUs free but unusable by any waiting job on average "
@@ -85,13 +86,13 @@ def render_summary(s: dict[str, Any]) -> None:
                 "JCT mean", "JCT p50", "JCT p99", "GPU-h", "restarts"):
         t.add_column(col, justify="left" if col in ("class", "kind") else "right")
     for name, k in s["classes"].items():
-        t.add_row(name, k["kind"], f"{k['jobs']:,}", f"{k['completed']:,}", f"{k['failed'] + k['cancelled']:,}",
+        t.add_row(safe(name), safe(k["kind"]), f"{k['jobs']:,}", f"{k['completed']:,}", f"{k['failed'] + k['cancelled']:,}",
                   f"{k['running'] + k['pending']:,}", dur(k["wait_s"]["mean"]), dur(k["wait_s"]["p50"]),
                   dur(k["wait_s"]["p99"]), dur(k["jct_s"]["mean"]), dur(k["jct_s"]["p50"]), dur(k["jct_s"]["p99"]),
                   num(k["gpu_hours"], 0), f"{k['restarts']:,}")
     c.print(t)
     for name, sv in (s.get("services") or {}).items():
-        c.print(f"Service {name}: {num(sv['requests'], 0)} requests, {pct(sv['slo_miss_ratio'], 2)} over capacity "
+        c.print(f"Service {safe(name)}: {num(sv['requests'], 0)} requests, {pct(sv['slo_miss_ratio'], 2)} over capacity "
                 f"(SLO misses), under-provisioned {pct(sv['under_provisioned_ratio'])} of the time, peak "
                 f"{sv['peak_replicas']} replicas, mean load {pct(sv['mean_load'])}")
     ts = s.get("timeseries") or {}
@@ -101,9 +102,10 @@ def render_summary(s: dict[str, Any]) -> None:
     for tr in s.get("traces") or []:
         bad = f", {tr['bad_rows']:,} bad rows skipped" if tr["bad_rows"] else ""
         first = "; ".join(f"{why}: {v['rows']} (first at line {v['first_line']})" for why, v in tr["bad"].items())
-        c.print(f"Trace {tr['path']}: {tr['rows']:,} rows, {tr['jobs']:,} jobs{bad}" + (f" ({first})" if first else ""))
+        c.print(f"Trace {safe(tr['path'])}: {tr['rows']:,} rows, {tr['jobs']:,} jobs{bad}"
+                + (f" ({safe(first)})" if first else ""))
     for note in s.get("notes") or []:
-        c.print(f"Note: {note}")
+        c.print(f"Note: {safe(note)}")
     rate = s.get("events_per_s")
     c.print(f"[dim]{s['events']:,} events in {s['wall_s']:.2f} s" + (f" ({rate:,.0f} events/s)" if rate else "")
             + "[/dim]")
@@ -154,13 +156,13 @@ def render_compare(results: dict[str, dict[str, Any]]) -> None:
     from rich.table import Table
 
     first = next(iter(results.values()))
-    title = f"{first['scenario']}: {first['simulated_days']:.1f} simulated days, seed {first['seed']}"
+    title = f"{safe(first['scenario'])}: {first['simulated_days']:.1f} simulated days, seed {first['seed']}"
     if any(r["partial"] for r in results.values()):
         title += " (PARTIAL: stopped early)"
     t = Table(title=title, title_justify="left")
     t.add_column("")
     for name in results:
-        t.add_column(name, justify="right")
+        t.add_column(safe(name), justify="right")
     for label, fn in ROWS:
         t.add_row(label, *(fn(s) for s in results.values()))
     console.print(t)

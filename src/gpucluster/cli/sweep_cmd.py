@@ -19,10 +19,10 @@ def sweep(
     rest complete (exit 1 when any failed)."""
     import json
 
-    from rich.markup import escape
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
     from gpucluster.cli.render import console, err_console, print_json
+    from gpucluster.cli.render import safe as escape   # sweep names, parameters and errors: markup and controls
     from gpucluster.engines.sweep import sweep as run
 
     if workers is not None and workers < 1:

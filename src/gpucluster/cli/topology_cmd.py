@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from gpucluster.cli.render import console, num, print_json
+from gpucluster.cli.render import console, num, print_json, safe
 
 
 def topology(
@@ -37,19 +37,20 @@ def topology(
         })
         return
 
-    console.print(f"[bold]{spec.name}[/bold]: {spec.total_nodes} nodes, {spec.total_gpus} GPUs "
-                  f"({', '.join(f'{p.count} x {p.gpus_per_node} {p.gpu}' for p in spec.node_pools)})")
+    # Names come from the spec file: every one goes through safe() (rich markup, control bytes).
+    pools = ", ".join(f"{p.count} x {p.gpus_per_node} {p.gpu}" for p in spec.node_pools)
+    console.print(f"[bold]{safe(spec.name)}[/bold]: {spec.total_nodes} nodes, {spec.total_gpus} GPUs ({safe(pools)})")
     for pool, ts in per_pool.items():
-        t = Table(title=f"Per-GPU bandwidth by tier, pool {pool}", title_justify="left")
+        t = Table(title=f"Per-GPU bandwidth by tier, pool {safe(pool)}", title_justify="left")
         for col in ("", "tier", "GB/s per direction", "latency us", "link"):
             t.add_column(col, justify="right" if col in ("GB/s per direction", "latency us") else "left")
         for i, tier in enumerate(ts.values(), 1):
-            t.add_row(f"[{i}]", tier.name, num(tier.gbps_per_direction, 1), num(tier.latency_us, 1),
-                      tier.link or "-")
+            t.add_row(f"\\[{i}]", safe(tier.name), num(tier.gbps_per_direction, 1), num(tier.latency_us, 1),
+                      safe(tier.link or "-"))
         console.print(t)
         for i, tier in enumerate(ts.values(), 1):
-            console.print(f"  [dim]\\[{i}] {tier.provenance}[/dim]")
-    f = Table(title=f"Fabric: {spec.fabric.topology}, {tree.levels} level(s) of {spec.fabric.switch} "
+            console.print(f"  [dim]\\[{i}] {safe(tier.provenance)}[/dim]")
+    f = Table(title=f"Fabric: {safe(spec.fabric.topology)}, {tree.levels} level(s) of {safe(spec.fabric.switch)} "
                     f"({tree.switch_radix} ports), {tree.oversubscription:g}:1", title_justify="left")
     f.add_column("item")
     f.add_column("count", justify="right")
@@ -64,6 +65,6 @@ def topology(
                   f"{num(bis.target_gbps / 1000, 1)} TB/s seed target "
                   f"(nodes/2 x GPUs per node x NVLink GB/s / 4): {100 * bis.ratio:.0f}%")
     for line in bis.provenance:
-        console.print(f"  [dim]{line}[/dim]")
+        console.print(f"  [dim]{safe(line)}[/dim]")
     for line in ASSUMPTIONS:
-        console.print(f"  [dim]assumption: {line}[/dim]")
+        console.print(f"  [dim]assumption: {safe(line)}[/dim]")

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from gpucluster.cli.render import console, num, print_json
+from gpucluster.cli.render import console, num, print_json, safe
 
 
 def validate(
@@ -29,11 +29,12 @@ def validate(
         t.add_column(col, justify=just)
     for r in results:
         if r.error is None:
-            t.add_row(r.id, r.kind, r.metric, num(r.measured, 2), "-", f"[dim]{r.reason}[/dim]")
+            # ids, metrics and reasons come from the validation file: safe()
+            t.add_row(safe(r.id), safe(r.kind), safe(r.metric), num(r.measured, 2), "-", f"[dim]{safe(r.reason)}[/dim]")
         else:
             style = "red" if abs(r.error) > 0.25 else "yellow" if abs(r.error) > 0.10 else ""
             err = f"{100 * r.error:+.1f}"
-            t.add_row(r.id, r.kind, r.metric, num(r.measured, 2), num(r.predicted, 2),
+            t.add_row(safe(r.id), safe(r.kind), safe(r.metric), num(r.measured, 2), num(r.predicted, 2),
                       f"[{style}]{err}[/{style}]" if style else err)
     console.print(t)
     s = Table(title="Summary (absolute error)", title_justify="left")
@@ -41,5 +42,5 @@ def validate(
         s.add_column(col, justify="left" if col == "kind" else "right")
     for kind, row in summary.items():
         pct = [None if row[k] is None else 100 * row[k] for k in ("median_abs_error", "mean_abs_error", "max_abs_error")]
-        s.add_row(kind, str(row["cases"]), str(row["predicted"]), *(num(p) for p in pct))
+        s.add_row(safe(kind), str(row["cases"]), str(row["predicted"]), *(num(p) for p in pct))
     console.print(s)

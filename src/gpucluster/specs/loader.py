@@ -3,6 +3,9 @@
 PyYAML's composer keeps the line of every node; we walk the node tree once to
 record the line of each key path so that a pydantic validation error, which
 knows only the path, can be reported at the line where the user wrote it.
+
+Reading is bounded (specs/safe_yaml.py): a byte cap on files and text, an expanded-size and
+depth cap on the node tree (aliases), and duplicate keys refused with both lines.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from gpucluster.errors import UserError
+from gpucluster.specs.safe_yaml import CONSTRUCT_ERRORS, MAX_BYTES, check_text, check_tree, read_capped, yaml_error
 
 M = TypeVar("M", bound=BaseModel)
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present: several times faster
@@ -34,18 +38,17 @@ def _record_lines(node: yaml.Node, path: PathKey, lines: dict[PathKey, int]) -> 
 
 def load_yaml_text(text: str, source: str) -> tuple[Any, dict[PathKey, int]]:
     """Parse YAML text; returns the data and a map from key path to line number."""
+    check_text(text, source)
     loader = _Loader(text)
     try:
-        # One parse: compose the node tree (it keeps line marks), then build the data from it.
+        # One parse: compose the node tree (it keeps line marks), measure it (aliases, depth,
+        # duplicate keys) before anything walks it, then build the data from it.
         node = loader.get_single_node()
+        if node is not None:
+            check_tree(node, source)
         data = loader.construct_document(node) if node is not None else None
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line = mark.line + 1 if mark else None
-        reason = " ".join(str(p) for p in (exc.context, exc.problem) if p)
-        raise UserError(f"YAML syntax error: {reason}", file=source, line=line) from None
-    except yaml.YAMLError as exc:
-        raise UserError(f"YAML error: {exc}", file=source) from None
+    except CONSTRUCT_ERRORS as exc:
+        raise yaml_error(exc, source, text) from None
     finally:
         loader.dispose()
     lines: dict[PathKey, int] = {}
@@ -54,16 +57,9 @@ def load_yaml_text(text: str, source: str) -> tuple[Any, dict[PathKey, int]]:
     return data, lines
 
 
-def read_text(path: str | Path) -> str:
-    p = Path(path)
-    try:
-        return p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UserError("file not found", file=str(path)) from None
-    except IsADirectoryError:
-        raise UserError("is a directory, expected a YAML file", file=str(path)) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UserError(f"cannot read: {exc}", file=str(path)) from None
+def read_text(path: str | Path, limit: int = MAX_BYTES) -> str:
+    """A spec, job or result file as text, at most `limit` bytes (see safe_yaml.read_capped)."""
+    return read_capped(path, limit, what="spec or job file")
 
 
 def load_yaml(path: str | Path) -> tuple[Any, dict[PathKey, int]]:

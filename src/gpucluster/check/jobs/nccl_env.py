@@ -6,7 +6,7 @@ from __future__ import annotations
 import shlex
 
 from gpucluster.check.jobs.model import JobFile, Problem, Setting
-from gpucluster.check.jobs.shell import ASSIGN
+from gpucluster.check.jobs.shell import ASSIGN, too_long
 
 
 def looks_like_env(text: str) -> bool:
@@ -18,11 +18,12 @@ def parse_env(path: str, text: str) -> JobFile:
     job = JobFile(path, "nccl-env")
     for i, raw in enumerate(text.splitlines(), 1):
         line = raw.strip()
-        if not line or line.startswith("#"):
+        if not line or line.startswith("#") or too_long(i, line, job):
             continue
         m = ASSIGN.match(line.removeprefix("export ").strip())
         if not m:
-            job.problems.append(Problem(i, f"expected NAME=VALUE, got {line!r}"))
+            shown = line if len(line) <= 80 else line[:77] + "..."
+            job.problems.append(Problem(i, f"expected NAME=VALUE, got {shown!r}"))
             continue
         value = m.group(2)
         try:

@@ -25,23 +25,35 @@ FLAGS = {"exclusive", "requeue", "no-requeue", "overcommit", "contiguous", "wait
 LAUNCHERS = {"srun": "srun", "torchrun": "torchrun", "deepspeed": "deepspeed", "mpirun": "mpirun",
              "mpiexec": "mpirun", "accelerate": "accelerate"}
 ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
+# shlex is superlinear in the length of a token (a 1.6 MB line took 72 s); a launch line is a
+# few hundred characters, a long one a few thousand. Longer logical lines are a problem, unread.
+MAX_LINE = 8192
 
 
 def logical_lines(text: str) -> list[tuple[int, str]]:
     """(first line number, text) with backslash continuations joined."""
     out: list[tuple[int, str]] = []
-    buf, start = "", 0
+    buf: list[str] = []                  # parts of a continued line (joined once: no quadratic +=)
+    start = 0
     for i, raw in enumerate(text.splitlines(), 1):
         if not buf:
             start = i
         if raw.rstrip().endswith("\\") and not raw.lstrip().startswith("#"):
-            buf += raw.rstrip()[:-1] + " "
+            buf.append(raw.rstrip()[:-1] + " ")
             continue
-        out.append((start, buf + raw))
-        buf = ""
+        out.append((start, "".join(buf) + raw))
+        buf = []
     if buf:
-        out.append((start, buf))
+        out.append((start, "".join(buf)))
     return out
+
+
+def too_long(line: int, text: str, job: JobFile) -> bool:
+    """A logical line over MAX_LINE characters: reported, and not split."""
+    if len(text) <= MAX_LINE:
+        return False
+    job.problems.append(Problem(line, f"line of {len(text):,} characters (more than {MAX_LINE:,}): not read"))
+    return True
 
 
 def _options(tokens: list[str], line: int, flags: set[str] = frozenset()) -> dict[str, Setting]:
@@ -91,13 +103,16 @@ def parse_shell(path: str, text: str) -> JobFile:
     job = JobFile(path, "shell")
     for line, raw in logical_lines(text):
         stripped = raw.strip()
+        if too_long(line, stripped, job):
+            continue
         if stripped.startswith("#SBATCH"):
             job.kind = "sbatch"
             tokens = _split(stripped[len("#SBATCH"):], line, job)
             if tokens is None:
                 continue
             if not tokens or not tokens[0].startswith("-"):
-                job.problems.append(Problem(line, f"#SBATCH line without an option: {stripped!r}"))
+                shown = stripped if len(stripped) <= 80 else stripped[:77] + "..."
+                job.problems.append(Problem(line, f"#SBATCH line without an option: {shown!r}"))
                 continue
             job.directives.update(_options(tokens, line, FLAGS))
             continue
