@@ -1,10 +1,16 @@
 """Facility: power per node and per rack, the electrical feed, cooling, and storage feeds.
 
-Power at full load. A GPU node draws its GPUs' TDP, its CPUs' TDP (catalog CPU
-matched by name, else the catalog CPU closest in cores per socket), its NICs'
-power, and a host remainder (fans, DRAM, NVMe, NVSwitch baseboard, PSU losses:
-`host_base_w` in prices.yaml, an estimate). Seed 1: "each node pulls 7.2kW"
-for 8 x H200 + CPUs; DGX H100/H200 are rated 10.2 kW maximum.
+Power at full load. A node whose GPU and count match a vendor system in
+facility.yaml `systems` draws that system's rated maximum (DGX H100 and H200
+10.2 kW, DGX B200 14.3 kW, DGX A100 6.5 kW, 8 x MI300X platform 10.6 kW
+estimated): the sum of TDPs below misses the NVSwitches, fans and PSU losses at
+full load, and gave 7.5 kW for an 8 x H200 node, so 3 nodes "fit" a 30 kW rack
+where the vendor's 3 x 10.2 = 30.6 kW does not. Any other node is an estimate
+from its parts: its GPUs' TDP, its CPUs' TDP (catalog CPU matched by name, else
+the catalog CPU closest in cores per socket), its NICs' power, and a host
+remainder (fans, DRAM, NVMe, baseboard, PSU losses: `host_base_w` in
+prices.yaml, an estimate). Seed 1: "each node pulls 7.2kW" for 8 x H200 + CPUs,
+a typical draw, not the maximum a rack must be provisioned for.
 
 Feed. The current a rack draws per phase is P / (V * pf) on a single-phase feed
 and P / (sqrt(3) * V * pf) on a three-phase feed (V line-to-line). A branch circuit
@@ -22,9 +28,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pydantic import Field, PositiveInt
+
 from gpucluster.catalog import catalog
+from gpucluster.catalog.models import Source, Sourced, Strict
 
 if TYPE_CHECKING:
     from gpucluster.catalog.models import Cpu
@@ -47,17 +58,68 @@ def match_cpu(name: str | None, cores_per_socket: float) -> tuple[Cpu, str]:
     return cpu, f"{why}; assumed {cpu.name} (closest in cores per socket)"
 
 
+class SystemMax(Strict):
+    """A vendor's whole-system maximum power for a GPU model and count."""
+    name: str
+    gpu: str = Field(description="catalog GPU name")
+    gpus: PositiveInt
+    max_kw: Sourced
+
+
+class _SystemBook(Strict):
+    sources: dict[str, Source]
+    systems: list[SystemMax] = Field(default_factory=list)
+
+
+@cache
+def system_book(path: Path | None = None) -> _SystemBook:
+    """facility.yaml `systems`, checked (sources defined, GPUs in the catalog) on first use."""
+    from gpucluster.catalog.operations import DATA_DIR
+    from gpucluster.errors import UserError
+    from gpucluster.specs.loader import load_yaml, parse_data
+
+    path = path or DATA_DIR / "facility.yaml"
+    data, lines = load_yaml(path)
+    if not isinstance(data, dict) or not isinstance(data.get("sources"), dict):
+        raise UserError("expected a mapping with `sources:`", file=str(path))
+    book = parse_data(_SystemBook, {"sources": data["sources"], "systems": data.get("systems") or []}, str(path),
+                      lines, context={"sources": data["sources"]})
+    for i, s in enumerate(book.systems):
+        if s.gpu not in catalog.gpus:
+            raise UserError(f"unknown catalog GPU {s.gpu!r}", file=str(path), line=lines.get(("systems", i, "gpu")),
+                            field=f"systems[{i}].gpu")
+    return book
+
+
+def vendor_system(gpu_name: str, gpus: int) -> tuple[SystemMax, Source] | None:
+    """The vendor system with this GPU and count, and the source of its maximum; None if none."""
+    book = system_book()
+    canonical = catalog.gpus.canonical(gpu_name) if gpu_name in catalog.gpus else gpu_name
+    for s in book.systems:
+        if s.gpus == gpus and catalog.gpus.canonical(s.gpu) == canonical:
+            return s, book.sources[s.max_kw.source]
+    return None
+
+
 @dataclass(frozen=True)
 class NodePower:
-    gpus_w: float
+    gpus_w: float                   # the parts, always computed (what the node is made of)
     cpus_w: float
     nics_w: float
     host_base_w: float
     provenance: tuple[str, ...]
+    system: str | None = None       # the vendor system whose rated maximum applies
+    system_w: float | None = None   # that maximum, watts
+    estimate: bool = True           # True: summed from parts (or a vendor figure marked as an estimate)
+
+    @property
+    def parts_w(self) -> float:
+        return self.gpus_w + self.cpus_w + self.nics_w + self.host_base_w
 
     @property
     def total_w(self) -> float:
-        return self.gpus_w + self.cpus_w + self.nics_w + self.host_base_w
+        """Full-load draw: the vendor's system maximum where one applies, else the parts' sum."""
+        return self.system_w if self.system_w is not None else self.parts_w
 
     @property
     def kw(self) -> float:
@@ -78,8 +140,18 @@ def node_power(pool: NodePool, host_base_w: float) -> NodePower:
         nic_w += pool.storage_nic.count * w
         prov.append(f"storage NICs: {pool.storage_nic.count} x {snic.name}.power_w {w:g} W")
     prov.append(f"host remainder {host_base_w:g} W (fans, DRAM, NVMe, baseboard, PSU losses)")
-    return NodePower(pool.gpus_per_node * gpu.tdp_w.value, pool.cpu_sockets * cpu.tdp_w.value, nic_w, host_base_w,
-                     tuple(prov))
+    parts = (pool.gpus_per_node * gpu.tdp_w.value, pool.cpu_sockets * cpu.tdp_w.value, nic_w, host_base_w)
+    found = vendor_system(gpu.name, pool.gpus_per_node)
+    if found is None:
+        prov.insert(0, f"estimate: {sum(parts) / 1000:.2f} kW summed from the parts below (no vendor system "
+                       f"maximum for {pool.gpus_per_node} x {gpu.name} in facility.yaml)")
+        return NodePower(*parts, tuple(prov))
+    system, src = found
+    cite = f"{system.max_kw.source}, {src.kind}, {src.date}" + (f", {src.url}" if src.url else "")
+    prov.insert(0, f"{system.name} maximum {system.max_kw.value:g} kW"
+                   + (" (an estimate" if src.kind == "estimate" else " (vendor rating") + f": {cite}); summed from the "
+                   f"parts below it would be {sum(parts) / 1000:.2f} kW, short of what the vendor provisions for")
+    return NodePower(*parts, tuple(prov), system.name, system.max_kw.value * 1000, src.kind == "estimate")
 
 
 def feed_current_a(kw: float, voltage_v: float, phases: int, power_factor: float) -> float:

@@ -50,7 +50,7 @@ def confidence(gpu_name: str, lay: Layout, mfu: float) -> Confidence:
         if src.startswith("estimate"):
             out.append(f"fused attention rate: {src} (no FlashAttention measurement on {gpu.name})")
     if gpu.efficiency.hbm_fraction is None:
-        out.append(f"HBM bandwidth: no STREAM-like measurement on {gpu.name}: the median fraction of measured chips")
+        out.append(f"HBM bandwidth: no STREAM-like measurement on {gpu.name}: the lowest fraction among measured chips (conservative)")
     if gpu.sm_count is None:
         out.append(f"no SM count for {gpu.name}: GEMM wave quantization ignored")
     table = gpu.efficiency.best_published_mfu

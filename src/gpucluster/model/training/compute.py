@@ -6,7 +6,7 @@
   measured GEMM table in the catalog (square shapes, least squares on relative
   error): t0 is the fixed cost of a kernel (launch, tail wave), eff_max the
   asymptotic fraction of the datasheet peak. Chips without measurements take the
-  median of the measured chips and say so.
+  least efficient measured chip (a conservative default) and say so.
 - Fused (flash) attention: its FLOPs at the chip's measured attention TFLOP/s
   (bf16/fp16 whatever the training precision; FP8 attention is not assumed).
 - Sustained fraction: end-to-end training runs at lower clocks than short
@@ -85,14 +85,14 @@ def _fit(points, sms: int | None = None) -> tuple[float, float]:
 
 
 def hbm_gbps(gpu: Gpu) -> float:
-    frac = gpu.efficiency.hbm_fraction.value if gpu.efficiency.hbm_fraction else _median_hbm_fraction()
+    frac = gpu.efficiency.hbm_fraction.value if gpu.efficiency.hbm_fraction else _lowest_hbm_fraction()
     return gpu.memory.bandwidth_tbps.value * 1000 * frac
 
 
 @lru_cache(maxsize=None)
-def _median_hbm_fraction() -> float:
+def _lowest_hbm_fraction() -> float:
     fr = [g.efficiency.hbm_fraction.value for _, g in catalog.gpus.items() if g.efficiency.hbm_fraction]
-    return float(np.median(fr)) if fr else 0.85
+    return float(min(fr)) if fr else 0.8  # conservative: the lowest measured fraction
 
 
 def _square_points(gpu: Gpu, precision: str):
@@ -102,13 +102,19 @@ def _square_points(gpu: Gpu, precision: str):
 
 @lru_cache(maxsize=None)
 def _measured_fits(precision: str) -> tuple[tuple[float, float], ...]:
-    """(eff_max, t0) of every chip with at least two measured square points."""
+    """(eff_max, t0) of every chip with a measured square GEMM at this precision (one point:
+    its fraction of peak, with the default kernel cost)."""
     out = []
     for _, g in catalog.gpus.items():
         pts = _square_points(g, precision)
-        if len(pts) >= 2 and precision in g.peak_tflops:
+        if precision not in g.peak_tflops or not pts:
+            continue
+        peak = g.peak_tflops[precision].value
+        if len(pts) >= 2:
             a, t0 = _fit(pts, _sms(g))
-            out.append((1.0 / (a * g.peak_tflops[precision].value * 1e12), t0))
+            out.append((1.0 / (a * peak * 1e12), t0))
+        else:
+            out.append((min(1.0, pts[0].tflops / peak), DEFAULT_T0_S))
     return tuple(out)
 
 
@@ -130,10 +136,13 @@ def gemm_curve(gpu_name: str, precision: str) -> GemmCurve:
         eff, t0 = min(1.0, p.tflops / peak), DEFAULT_T0_S
         prov = f"one measured {gpu.name} GEMM {p.m}x{p.n}x{p.k}: {p.tflops:g} TFLOP/s of {peak:g}"
     else:
+        # Conservative: the least efficient measured chip's curve (newer chips have reached a
+        # lower fraction of their datasheet peak: GB200 FP8 58%, H100 FP8 70%).
         fits = _measured_fits(precision) or _measured_fits(_SAME_RATE.get(precision, "bf16"))
-        eff = float(np.median([f[0] for f in fits])) if fits else 0.75
-        t0 = float(np.median([f[1] for f in fits])) if fits else DEFAULT_T0_S
-        prov = f"no {precision} GEMM measured on {gpu.name}: median of the chips that have one (estimate)"
+        eff = float(min(f[0] for f in fits)) if fits else 0.6
+        t0 = float(max(f[1] for f in fits)) if fits else DEFAULT_T0_S
+        prov = (f"no {precision} GEMM measured on {gpu.name}: the least efficient measured chip's curve "
+                f"({100 * eff:.0f}% of peak; estimate)")
     sus, sus_prov = sustained(gpu.name, precision)
     return GemmCurve(gpu.name, precision, peak, min(eff, 1.0) * sus, t0, hbm_gbps(gpu), f"{prov}; x {sus:g} {sus_prov}",
                      _sms(gpu))
@@ -170,8 +179,9 @@ def attention_tflops(gpu_name: str) -> tuple[float, str]:
         return meas.value * sus, f"measured: {gpu.sources[meas.source].title[:60]} x {sus:g} sustained"
     fracs = [g.efficiency.attention_tflops.value / g.peak_tflops["bf16"].value
              for _, g in catalog.gpus.items() if g.efficiency.attention_tflops and "bf16" in g.peak_tflops]
-    frac = float(np.median(fracs)) if fracs else 0.35
-    return frac * gpu.peak_tflops[half].value * sus, f"estimate: median measured fraction {frac:.2f} of {half} peak"
+    frac = float(min(fracs)) if fracs else 0.3
+    return frac * gpu.peak_tflops[half].value * sus, (f"estimate: the lowest measured fraction of {half} peak "
+                                                      f"({frac:.2f}) among the chips with a measurement")
 
 
 def elementwise_time_s(gpu_name: str, bytes_moved: float) -> float:
