@@ -97,3 +97,23 @@ def test_training_public_median_within_target(shared_dir):
     errs = [abs(r.error) for r in first.values() if r.error is not None]
     assert len(errs) == len(first)
     assert statistics.median(errs) <= 0.05
+
+
+def test_moe_dispatch_is_a_stack_setting_and_node_limited_routing_caps_the_network_traffic():
+    from gpucluster.model.training.moe import remote_domains_per_token
+    from gpucluster.specs.workload import load_model_spec
+
+    spec = load_model_spec("deepseek-v3")
+    assert spec.moe_max_nodes == 4
+    assert remote_domains_per_token(spec, 8) <= 4
+    free = spec.model_copy(update={"moe_max_nodes": None})
+    assert remote_domains_per_token(free, 8) > remote_domains_per_token(spec, 8)
+    fab = TrainingFabric("H100-SXM5-80GB", 8, 8, "InfiniBand", 50.0)
+    lay = Layout(pp=16, dp=128, ep=64, micro_batch=1, global_batch=15360, recompute="full", zero=1, precision="fp8")
+    base = estimate(spec, lay, fab, seq_len=4096)
+    deepep = estimate(spec, lay.with_(moe_dispatcher="deepep", moe_fp8_dispatch=True), fab, seq_len=4096)
+    overlapped = estimate(spec, lay.with_(moe_dispatcher="deepep", moe_overlap="dualpipe"), fab, seq_len=4096)
+    assert deepep.terms["ep_comm"] < base.terms["ep_comm"] / 3   # one copy per node, FP8, not top-8 copies
+    assert overlapped.terms["ep_comm"] < deepep.terms["ep_comm"]
+    skewed = estimate(spec, lay.with_(moe_imbalance=1.5), fab, seq_len=4096)
+    assert skewed.terms["compute"] > base.terms["compute"]

@@ -15,10 +15,11 @@ CHINCHILLA_TOKENS_PER_PARAM = 20
 LAYOUT_KEYS = {"tp": int, "pp": int, "dp": int, "cp": int, "ep": int, "interleave": int, "v": int, "micro_batch": int,
                "mb": int, "sequence_parallel": bool, "sp": bool, "recompute": str, "zero": int,
                "offload_optimizer": bool, "offload": bool, "attention": str, "overlap_dp_comm": bool,
-               "overlap_tp_comm": bool, "moe_overlap": str, "pp_embedding_layer": bool, "pp_loss_layer": bool}
+               "overlap_tp_comm": bool, "moe_overlap": str, "moe_dispatcher": str, "moe_fp8_dispatch": bool,
+               "moe_imbalance": float, "pp_embedding_layer": bool, "pp_loss_layer": bool}
 ALIASES = {"v": "interleave", "mb": "micro_batch", "sp": "sequence_parallel", "offload": "offload_optimizer"}
 CHOICES = {"recompute": ("none", "selective", "full"), "attention": ("flash", "unfused"),
-           "moe_overlap": ("none", "dualpipe")}
+           "moe_overlap": ("none", "dualpipe"), "moe_dispatcher": ("alltoall", "deepep")}
 
 
 @plan_app.command("train")
@@ -123,6 +124,10 @@ def parse_layout(text: str) -> dict[str, Any]:
                 if value.lower() not in ("true", "false", "1", "0", "yes", "no", "on", "off"):
                     raise ValueError
                 parsed: Any = value.lower() in ("true", "1", "yes", "on")
+            elif kind is float:
+                parsed = float(value)
+                if not 1.0 <= parsed <= 64:
+                    raise ValueError
             elif kind is int:
                 parsed = int(value)
                 if parsed < (0 if key == "zero" else 1):
@@ -130,7 +135,8 @@ def parse_layout(text: str) -> dict[str, Any]:
             else:
                 parsed = value
         except ValueError:
-            raise UserError(f"{key}={value!r} is not a valid {'positive integer' if kind is int else kind.__name__}",
+            what = {int: "positive integer", float: "number from 1 to 64"}.get(kind, kind.__name__)
+            raise UserError(f"{key}={value!r} is not a valid {what}",
                             field="--layout") from None
         fixed[ALIASES.get(key, key)] = parsed
     for key, allowed in CHOICES.items():

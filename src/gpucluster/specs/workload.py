@@ -60,6 +60,9 @@ class TransformerSpec(BaseModel):
                                                description="FFN width of one expert; default ffn_hidden")
     shared_experts: NonNegativeInt = Field(0, description="MoE: always-active experts of width moe_ffn_hidden")
     dense_layers: NonNegativeInt = Field(0, description="MoE: leading layers with a dense MLP (ffn_hidden)")
+    moe_max_nodes: PositiveInt | None = Field(
+        None, description="MoE node-limited routing: each token's experts lie on at most this many nodes "
+                          "(DeepSeek-V3: 4); default unlimited")
     tied_embeddings: bool = Field(False, description="the logits layer reuses the input embedding matrix")
     attention: Literal["mha", "mla"] = Field(
         "mha", description="mha: multi-head (GQA/MQA via kv_heads); mla: DeepSeek multi-head latent attention")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, PositiveInt
+from pydantic import BaseModel, ConfigDict, Field, PositiveInt
 
 from gpucluster.model.training.layout import Layout, problems
 from gpucluster.model.training.step import estimate
@@ -20,7 +20,8 @@ from gpucluster.validate.predictors import Unsupported, fabric_for, predictors, 
 
 # The stack of today when a case does not say (shared/validation/README.md: attention flash).
 STACK_DEFAULTS: dict[str, Any] = {"attention": "flash", "overlap_dp_comm": True, "overlap_tp_comm": False,
-                                  "moe_overlap": "none"}
+                                  "moe_overlap": "none", "moe_dispatcher": "alltoall", "moe_fp8_dispatch": False,
+                                  "moe_imbalance": 1.0}
 
 
 class Training(BaseModel):
@@ -41,6 +42,9 @@ class Training(BaseModel):
     overlap_dp_comm: bool = STACK_DEFAULTS["overlap_dp_comm"]
     overlap_tp_comm: bool = STACK_DEFAULTS["overlap_tp_comm"]
     moe_overlap: Literal["none", "dualpipe"] = STACK_DEFAULTS["moe_overlap"]
+    moe_dispatcher: Literal["alltoall", "deepep"] = STACK_DEFAULTS["moe_dispatcher"]
+    moe_fp8_dispatch: bool = STACK_DEFAULTS["moe_fp8_dispatch"]
+    moe_imbalance: float = Field(STACK_DEFAULTS["moe_imbalance"], ge=1.0, le=64.0)
     pp_embedding_layer: bool | None = None
     pp_loss_layer: bool | None = None
 

@@ -68,7 +68,8 @@ class LayerKernels:
 
 
 def layer_kernels(spec: TransformerSpec, gpu_name: str, precision: str, micro_batch: int, tp: int, cp: int,
-                  sp: bool, ep: int, seq_len: int, dense: bool | None, flash: bool) -> LayerKernels:
+                  sp: bool, ep: int, seq_len: int, dense: bool | None, flash: bool,
+                  imbalance: float = 1.0) -> LayerKernels:
     curve = gemm_curve(gpu_name, precision)
     half = gemm_curve(gpu_name, "fp16" if precision == "fp16" else "bf16")
     bw = hbm_gbps(catalog.gpus.get(gpu_name)) * 1e9
@@ -97,7 +98,8 @@ def layer_kernels(spec: TransformerSpec, gpu_name: str, precision: str, micro_ba
             # Transformer Engine casts each GEMM input to FP8 (amax, scale, a transposed copy for
             # the backward): read 2 bytes, write 2 x 1 byte per input element, fused per GEMM.
             memory(4 * g.m * g.k * g.count)
-        gemm(g.m, g.n, g.k, g.count)
+        # The busiest expert rank sets the pace of the expert GEMMs.
+        gemm(g.m * (imbalance if g.name.startswith("expert_") else 1.0), g.n, g.k, g.count)
         if g.name in ("qkv", "q_proj", "kv_up"):
             fwd, bwd, n = _attention(spec, micro_batch, tp, cp, seq_len, flash, half, gpu_name, bw)
             t["core"] += fwd

@@ -40,6 +40,9 @@ class Layout:
     overlap_dp_comm: bool = True  # gradient reduction / ZeRO gathers overlap compute (Megatron --overlap-grad-reduce)
     overlap_tp_comm: bool = False  # TP collectives overlap GEMMs (Transformer Engine userbuffers --tp-comm-overlap)
     moe_overlap: Literal["none", "dualpipe"] = "none"  # EP all-to-all hidden behind another micro batch
+    moe_dispatcher: Literal["alltoall", "deepep"] = "alltoall"  # see model/training/moe.py
+    moe_fp8_dispatch: bool = False     # tokens sent to their experts in FP8 (DeepSeek-V3)
+    moe_imbalance: float = 1.0         # busiest expert rank's tokens / mean (1: balanced routing)
     pp_embedding_layer: bool = False  # the embedding counts as a pipeline layer (Megatron-Core)
     pp_loss_layer: bool = False       # the loss counts as a pipeline layer (Megatron-Core)
 
@@ -75,6 +78,9 @@ class Layout:
         parts += ["no-dp-overlap"] if not self.overlap_dp_comm else []
         parts += ["tp-overlap"] if self.overlap_tp_comm else []
         parts += [f"moe-overlap={self.moe_overlap}"] if self.moe_overlap != "none" else []
+        parts += [f"moe-dispatcher={self.moe_dispatcher}"] if self.moe_dispatcher != "alltoall" else []
+        parts += ["moe-fp8-dispatch"] if self.moe_fp8_dispatch else []
+        parts += [f"moe-imbalance={self.moe_imbalance:g}"] if self.moe_imbalance != 1.0 else []
         return " ".join(parts)
 
     def to_dict(self) -> dict:
@@ -110,6 +116,8 @@ def problems(spec: TransformerSpec, lay: Layout, gpus: int | None = None, seq_le
         elif lay.global_batch % (lay.micro_batch * lay.dp) == 0 and lay.microbatches % lay.pp:
             out.append(f"the interleaved schedule needs micro batches per step ({lay.microbatches}) "
                        f"to be a multiple of pp ({lay.pp})")
+    if not 1.0 <= lay.moe_imbalance <= 64:
+        out.append(f"moe_imbalance must be between 1 and 64 (busiest expert rank / mean), got {lay.moe_imbalance}")
     if lay.sequence_parallel and lay.tp == 1:
         out.append("sequence_parallel needs tp > 1")
     if lay.zero not in (0, 1, 2, 3):

@@ -26,6 +26,7 @@ from gpucluster.model.training.compute import elementwise_time_s, gemm_curve
 from gpucluster.model.training.kernels import layer_kernels
 from gpucluster.model.training.fabric import TrainingFabric
 from gpucluster.model.training.layout import Layout
+from gpucluster.model.training.moe import dispatch_combine_s, expert_imbalance
 from gpucluster.model.training.memory import Memory, _moe_mix, memory
 from gpucluster.model.transformer_flops import hardware_flops_per_iteration, logit_gemm, model_flops_per_iteration
 from gpucluster.model.transformer_memory import weight_grad_optimizer_bytes
@@ -95,7 +96,8 @@ def _layer(spec: TransformerSpec, lay: Layout, fab: TrainingFabric, seq_len: int
     """One layer's forward on one GPU; only the fields below matter, so the search shares it."""
     key = Layout(tp=lay.tp, cp=lay.cp, ep=lay.ep, micro_batch=lay.micro_batch,
                  sequence_parallel=lay.sequence_parallel, precision=lay.precision,
-                 flash_attention=lay.flash_attention)
+                 flash_attention=lay.flash_attention, moe_dispatcher=lay.moe_dispatcher,
+                 moe_fp8_dispatch=lay.moe_fp8_dispatch, moe_imbalance=lay.moe_imbalance)
     return _layer_cached(spec, key, fab, seq_len, dense)
 
 
@@ -103,7 +105,7 @@ def _layer(spec: TransformerSpec, lay: Layout, fab: TrainingFabric, seq_len: int
 def _layer_cached(spec: TransformerSpec, lay: Layout, fab: TrainingFabric, seq_len: int,
                   dense: bool | None) -> _LayerTimes:
     k = layer_kernels(spec, fab.gpu_name, lay.precision, lay.micro_batch, lay.tp, lay.cp, lay.sequence_parallel,
-                      lay.ep, seq_len, dense, lay.flash_attention)
+                      lay.ep, seq_len, dense, lay.flash_attention, expert_imbalance(lay))
     tokens = lay.micro_batch * seq_len / lay.cp
     act = tokens * spec.hidden * ACT_BYTES
     tp = 0.0
@@ -120,8 +122,7 @@ def _layer_cached(spec: TransformerSpec, lay: Layout, fab: TrainingFabric, seq_l
         cp = max(0.0, ring - k.core_forward_s)  # ring attention overlaps each K/V hop with a block of attention
     ep = 0.0
     if spec.is_moe and dense is not True and lay.ep > 1:
-        a2a = tokens * spec.experts_per_token * spec.hidden * ACT_BYTES / (lay.tp if lay.sequence_parallel else 1)
-        ep = 2 * fab.time_s("all_to_all", a2a, lay.ep, lay.tp * lay.cp)
+        ep = dispatch_combine_s(spec, lay, fab, tokens)
     return _LayerTimes(k.forward(), k.backward(), k.core(), tp, cp, ep)
 
 
