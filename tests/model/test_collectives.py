@@ -184,3 +184,22 @@ def test_one_gpu_per_domain_crosses_only_the_network():
         p = predict("all_reduce", 1e9, g)
         assert math.isfinite(p.time_s) and p.bottleneck == "scale-out"
         assert p.busbw_gbps <= 50 * 0.9
+
+
+def test_scalar_fast_path_equals_the_array_model():
+    import random
+
+    from gpucluster.model.collectives import OPS, predict, predict_time_s
+    from gpucluster.model.training.fabric import TrainingFabric
+
+    rnd = random.Random(7)
+    fabs = [TrainingFabric("H100-SXM5-80GB", 8, 8, "InfiniBand", 50.0), TrainingFabric("A100-SXM4-80GB", 8, 8, "RoCE", 12.5),
+            TrainingFabric("MI300X", 8, 8, "InfiniBand", 50.0), TrainingFabric("GB200", 4, 72, "InfiniBand", 50.0)]
+    for _ in range(400):
+        fab = rnd.choice(fabs)
+        n = rnd.choice([2, 4, 8, 16, 64, 256])
+        stride = rnd.choice([1, 2, 8])
+        op = rnd.choice(OPS)
+        size = 10 ** rnd.uniform(0, 10)
+        group = fab.group(2, stride) if op == "send_recv" else fab.group(n, stride)
+        assert predict_time_s(op, size, group) == pytest.approx(float(predict(op, size, group).time_s), rel=1e-9)

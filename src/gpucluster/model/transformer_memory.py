@@ -48,6 +48,8 @@ Context parallelism divides the tokens on each GPU by cp (each query still sees 
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from typing import Literal
 
 from gpucluster.model.transformer_params import (attention_parts, check_layout, mlp_weights, norm_params,
@@ -91,6 +93,15 @@ def _stage_params(spec: TransformerSpec, tp: int, pp: int, ep: int) -> list[tupl
 def weight_grad_optimizer_bytes(spec: TransformerSpec, tp: int = 1, pp: int = 1, dp: int = 1, ep: int = 1,
                                 zero_stage: int = 0, precision: Precision = "bf16", *, cp: int = 1,
                                 fp32_grads: bool = False, stage: int | None = None) -> dict[str, float]:
+    # A layout search asks for the same terms several times per layout: answer from a cache
+    # (a copy, so that a caller's change cannot leak into the next answer).
+    return dict(_weight_grad_optimizer_bytes(spec, tp, pp, dp, ep, zero_stage, precision, cp, fp32_grads, stage))
+
+
+@lru_cache(maxsize=65536)
+def _weight_grad_optimizer_bytes(spec: TransformerSpec, tp: int, pp: int, dp: int, ep: int, zero_stage: int,
+                                 precision: Precision, cp: int, fp32_grads: bool,
+                                 stage: int | None) -> dict[str, float]:
     """Bytes of weights, gradients and optimizer state on one GPU of pipeline stage `stage`
     (default: the stage that needs the most). Keys: weights, grads, optimizer, total (bytes);
     params (parameters this GPU holds before ZeRO sharding) and stage (its index)."""

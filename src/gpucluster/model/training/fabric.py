@@ -14,7 +14,7 @@ from functools import lru_cache
 
 from gpucluster.catalog import catalog
 from gpucluster.catalog.models import Gpu
-from gpucluster.model.collectives import CommGroup, Tier, predict
+from gpucluster.model.collectives import CommGroup, Tier, predict_time_s
 
 
 @dataclass(frozen=True)
@@ -87,4 +87,4 @@ def _cached_time(fabric: TrainingFabric, op: str, size_bytes: float, size: int, 
         group = fabric.group(2, stride) if stride < fabric.domain else fabric.group(2, fabric.domain)
     else:
         group = fabric.group(size, stride)
-    return float(predict(op, size_bytes, group).time_s)
+    return predict_time_s(op, size_bytes, group)
