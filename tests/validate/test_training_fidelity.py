@@ -117,3 +117,13 @@ def test_moe_dispatch_is_a_stack_setting_and_node_limited_routing_caps_the_netwo
     assert overlapped.terms["ep_comm"] < deepep.terms["ep_comm"]
     skewed = estimate(spec, lay.with_(moe_imbalance=1.5), fab, seq_len=4096)
     assert skewed.terms["compute"] > base.terms["compute"]
+
+
+def test_the_projects_own_published_cases_are_all_predicted():
+    from pathlib import Path
+
+    files = sorted((Path(__file__).resolve().parents[2] / "validation").glob("training-*.yaml"))
+    assert files
+    for f in files:
+        rows = run_file(f)
+        assert rows and all(r.predicted is not None for r in rows), [r.reason for r in rows if r.reason]

@@ -80,13 +80,19 @@ def search(spec: TransformerSpec, fabric: TrainingFabric, gpus: int, global_batc
                         if global_batch % (mb * dp):
                             result.rejected["global batch not divisible by micro batch x dp"] += 1
                             continue
-                        for v in _options("interleave", fixed, _interleaves(spec.layers, pp, global_batch // (mb * dp))):
+                        choices = _interleaves(spec.layers, pp, global_batch // (mb * dp))
+                        if "interleave" in fixed:
+                            v = fixed["interleave"]
+                            choices = [(v, v > 1 and spec.layers % (pp * v) != 0 and (spec.layers + 2) % (pp * v) == 0)]
+                        for v, accounted in choices:
+                            stack = {"pp_embedding_layer": accounted, "pp_loss_layer": accounted}
+                            stack.update({k: fixed[k] for k in STACK if k in fixed})
                             base = Layout(tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, interleave=v, micro_batch=mb,
                                           global_batch=global_batch,
                                           sequence_parallel=fixed.get("sequence_parallel", tp > 1),
                                           precision=fixed.get("precision", precision),
                                           flash_attention=fixed.get("flash_attention", flash_attention),
-                                          **{k: fixed[k] for k in STACK if k in fixed})
+                                          **stack)
                             _try_memory_options(spec, base, fabric, fixed, s, hbm, gpus, result, fits)
     # Equal step times: prefer the simpler layout (less context, pipeline and tensor parallelism).
     fits.sort(key=lambda e: (round(e.step_s, 9), e.layout.cp, e.layout.pp, e.layout.tp, e.layout.ep,
@@ -95,11 +101,17 @@ def search(spec: TransformerSpec, fabric: TrainingFabric, gpus: int, global_batc
     return result
 
 
-def _interleaves(layers: int, pp: int, microbatches: int) -> list[int]:
+def _interleaves(layers: int, pp: int, microbatches: int) -> list[tuple[int, bool]]:
+    """(interleave, embedding and loss counted as pipeline layers) pairs worth trying: where the
+    layers do not split evenly, Megatron-Core interleaves them with the embedding and the loss
+    counted as layers (126 + 2 on pp 8)."""
     if pp == 1 or microbatches % pp:
-        return [1]
-    per_stage = layers // pp if layers % pp == 0 else 0
-    return [1] + [v for v in _divisors(per_stage)[1:] if v <= MAX_INTERLEAVE] if per_stage else [1]
+        return [(1, False)]
+    if layers % pp == 0:
+        return [(1, False)] + [(v, False) for v in _divisors(layers // pp)[1:] if v <= MAX_INTERLEAVE]
+    if (layers + 2) % pp == 0:
+        return [(1, False)] + [(v, True) for v in _divisors((layers + 2) // pp)[1:] if v <= MAX_INTERLEAVE]
+    return [(1, False)]
 
 
 def _try_memory_options(spec: TransformerSpec, base: Layout, fabric: TrainingFabric, fixed: dict[str, Any],

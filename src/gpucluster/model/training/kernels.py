@@ -136,7 +136,8 @@ def _attention(spec: TransformerSpec, micro_batch: int, tp: int, cp: int, seq_le
         # Causal: each query sees half the keys on average (masked blocks skipped).
         flops = 2 * micro_batch * heads * q * (seq_len / 2) * (qk + v)
         t = flops / (rate * 1e12)
-        return t, FLASH_BACKWARD_FACTOR * t, 1
+        # With context parallelism the ring runs one attention kernel per K/V block received.
+        return t, FLASH_BACKWARD_FACTOR * t, cp
     batch = micro_batch * heads
     scores = batch * q * seq_len
     bmm = half.batched_time_s(q, seq_len, qk, batch) + half.batched_time_s(q, v, seq_len, batch)

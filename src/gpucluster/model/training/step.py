@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from gpucluster.model.training.compute import elementwise_time_s, gemm_curve
-from gpucluster.model.training.kernels import layer_kernels
+from gpucluster.model.training.kernels import FLASH_BACKWARD_FACTOR, layer_kernels
 from gpucluster.model.training.fabric import TrainingFabric
 from gpucluster.model.training.layout import Layout
 from gpucluster.model.training.moe import dispatch_combine_s, expert_imbalance
@@ -89,6 +89,7 @@ class _LayerTimes:
     core: float      # the attention core's forward (selective recompute re-runs it)
     tp: float        # forward TP/SP collectives
     cp: float        # forward exposed CP exchange
+    cp_backward: float  # backward exposed CP exchange (K/V again, and their gradients back)
     ep: float        # forward all-to-alls
 
 
@@ -114,16 +115,19 @@ def _layer_cached(spec: TransformerSpec, lay: Layout, fab: TrainingFabric, seq_l
             tp = 2 * (fab.time_s("all_gather", act, lay.tp, 1) + fab.time_s("reduce_scatter", act, lay.tp, 1))
         else:
             tp = 2 * fab.time_s("all_reduce", act, lay.tp, 1)
-    cp = 0.0
+    cp = cp_b = 0.0
     if lay.cp > 1:
         kv_width = (spec.kv_lora_rank or 0) if spec.attention == "mla" else int(spec.kv_heads) * spec.head_dim
         kv = 2 * tokens * kv_width / lay.tp * ACT_BYTES
         ring = (lay.cp - 1) * fab.send_recv_s(kv, lay.tp)
-        cp = max(0.0, ring - k.core_forward_s)  # ring attention overlaps each K/V hop with a block of attention
+        # Ring attention overlaps each K/V hop with one block of attention; the backward sends
+        # K/V forward and their gradients back (twice the bytes) beside 2.5x the block's work.
+        cp = max(0.0, ring - k.core_forward_s)
+        cp_b = max(0.0, 2 * ring - FLASH_BACKWARD_FACTOR * k.core_forward_s)
     ep = 0.0
     if spec.is_moe and dense is not True and lay.ep > 1:
         ep = dispatch_combine_s(spec, lay, fab, tokens)
-    return _LayerTimes(k.forward(), k.backward(), k.core(), tp, cp, ep)
+    return _LayerTimes(k.forward(), k.backward(), k.core(), tp, cp, cp_b, ep)
 
 
 def estimate(spec: TransformerSpec, lay: Layout, fab: TrainingFabric, *, seq_len: int | None = None) -> Estimate:
@@ -139,11 +143,12 @@ def estimate(spec: TransformerSpec, lay: Layout, fab: TrainingFabric, *, seq_len
         return sum(getattr(per_layer[d], attr) * frac[d] for d in per_layer)
 
     compute_f, bwd, core, tp_f, cp_f, ep_f = (avg(a) for a in ("forward", "backward", "core", "tp", "cp", "ep"))
+    cp_b = avg("cp_backward")
     # The backward runs the same collectives again (their transposes).
     extra = {"none": 0.0, "selective": core, "full": compute_f}[lay.recompute]
     layer_compute = compute_f + bwd + extra
     passes = 3 if lay.recompute == "full" else 2  # full recompute re-runs the forward's collectives
-    layer_tp, layer_cp, layer_ep = passes * tp_f, passes * cp_f, passes * ep_f
+    layer_tp, layer_cp, layer_ep = passes * tp_f, (passes - 1) * cp_f + cp_b, passes * ep_f
     if lay.overlap_tp_comm:
         # Transformer Engine's userbuffers split each TP GEMM and run its all-gather or
         # reduce-scatter chunk by chunk beside it: only what outlasts the GEMMs is exposed.
