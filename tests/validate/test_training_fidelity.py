@@ -127,3 +127,22 @@ def test_the_projects_own_published_cases_are_all_predicted():
     for f in files:
         rows = run_file(f)
         assert rows and all(r.predicted is not None for r in rows), [r.reason for r in rows if r.reason]
+
+
+def test_zero3_weights_larger_than_the_prefetch_window_are_gathered_on_the_critical_path():
+    from gpucluster.model.training.step import weight_tensors
+
+    gpt3 = TransformerSpec(layers=96, hidden=12288, heads=96, vocab=51200, seq_len=2048)
+    assert max(weight_tensors(gpt3)) > 5e8          # the 4h x h MLP matrices: 604M parameters
+    fab = TrainingFabric("A100-SXM4-80GB", 8, 8, "InfiniBand", 25.0)
+    lay = Layout(dp=384, micro_batch=4, global_batch=1536, recompute="full", zero=3, precision="fp16",
+                 flash_attention=False)
+    default = estimate(gpt3, lay, fab)
+    fsdp_like = estimate(gpt3, lay.with_(zero3_prefetch_params=1e12), fab)   # prefetch a whole layer
+    assert default.terms["dp_comm"] > 2 * fsdp_like.terms["dp_comm"]
+
+
+def test_training_public_zero3_rows_within_25_percent(shared_dir):
+    rows = {r.id: r for r in run_file(shared_dir / "validation" / "training-public.yaml")}
+    zero3 = [r for i, r in rows.items() if "zero3" in i]
+    assert zero3 and all(abs(r.error) <= 0.25 for r in zero3), [(r.id, r.error) for r in zero3]

@@ -16,7 +16,9 @@ LAYOUT_KEYS = {"tp": int, "pp": int, "dp": int, "cp": int, "ep": int, "interleav
                "mb": int, "sequence_parallel": bool, "sp": bool, "recompute": str, "zero": int,
                "offload_optimizer": bool, "offload": bool, "attention": str, "overlap_dp_comm": bool,
                "overlap_tp_comm": bool, "moe_overlap": str, "moe_dispatcher": str, "moe_fp8_dispatch": bool,
-               "moe_imbalance": float, "pp_embedding_layer": bool, "pp_loss_layer": bool}
+               "moe_imbalance": float, "zero3_prefetch_params": float, "pp_embedding_layer": bool,
+               "pp_loss_layer": bool}
+FLOAT_RANGE = {"moe_imbalance": (1.0, 64.0), "zero3_prefetch_params": (1.0, 1e15)}
 ALIASES = {"v": "interleave", "mb": "micro_batch", "sp": "sequence_parallel", "offload": "offload_optimizer"}
 CHOICES = {"recompute": ("none", "selective", "full"), "attention": ("flash", "unfused"),
            "moe_overlap": ("none", "dualpipe"), "moe_dispatcher": ("alltoall", "deepep")}
@@ -126,7 +128,8 @@ def parse_layout(text: str) -> dict[str, Any]:
                 parsed: Any = value.lower() in ("true", "1", "yes", "on")
             elif kind is float:
                 parsed = float(value)
-                if not 1.0 <= parsed <= 64:
+                low, high = FLOAT_RANGE[key]
+                if not low <= parsed <= high:
                     raise ValueError
             elif kind is int:
                 parsed = int(value)
@@ -135,7 +138,8 @@ def parse_layout(text: str) -> dict[str, Any]:
             else:
                 parsed = value
         except ValueError:
-            what = {int: "positive integer", float: "number from 1 to 64"}.get(kind, kind.__name__)
+            what = ({int: "positive integer"}.get(kind, kind.__name__) if kind is not float
+                    else "number from {:g} to {:g}".format(*FLOAT_RANGE[key]))
             raise UserError(f"{key}={value!r} is not a valid {what}",
                             field="--layout") from None
         fixed[ALIASES.get(key, key)] = parsed

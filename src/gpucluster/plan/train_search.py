@@ -24,7 +24,7 @@ from gpucluster.specs.workload import TransformerSpec
 # Settings of the software stack: a user states them (or takes the documented defaults of
 # Layout); the search never chooses them.
 STACK = ("overlap_dp_comm", "overlap_tp_comm", "moe_overlap", "moe_dispatcher", "moe_fp8_dispatch", "moe_imbalance",
-         "pp_embedding_layer", "pp_loss_layer")
+         "zero3_prefetch_params", "pp_embedding_layer", "pp_loss_layer")
 SEARCHED = ("tp", "pp", "dp", "cp", "ep", "interleave", "micro_batch", "sequence_parallel", "recompute", "zero",
             "offload_optimizer")
 MICRO_BATCHES = (1, 2, 4, 8)

@@ -21,7 +21,7 @@ from gpucluster.validate.predictors import Unsupported, fabric_for, predictors, 
 # The stack of today when a case does not say (shared/validation/README.md: attention flash).
 STACK_DEFAULTS: dict[str, Any] = {"attention": "flash", "overlap_dp_comm": True, "overlap_tp_comm": False,
                                   "moe_overlap": "none", "moe_dispatcher": "alltoall", "moe_fp8_dispatch": False,
-                                  "moe_imbalance": 1.0}
+                                  "moe_imbalance": 1.0, "zero3_prefetch_params": 5e8}
 
 
 class Training(BaseModel):
@@ -45,6 +45,7 @@ class Training(BaseModel):
     moe_dispatcher: Literal["alltoall", "deepep"] = STACK_DEFAULTS["moe_dispatcher"]
     moe_fp8_dispatch: bool = STACK_DEFAULTS["moe_fp8_dispatch"]
     moe_imbalance: float = Field(STACK_DEFAULTS["moe_imbalance"], ge=1.0, le=64.0)
+    zero3_prefetch_params: float = Field(STACK_DEFAULTS["zero3_prefetch_params"], ge=1.0, le=1e15)
     pp_embedding_layer: bool | None = None
     pp_loss_layer: bool | None = None
 

@@ -40,6 +40,7 @@ class Layout:
     overlap_dp_comm: bool = True  # gradient reduction / ZeRO gathers overlap compute (Megatron --overlap-grad-reduce)
     overlap_tp_comm: bool = False  # TP collectives overlap GEMMs (Transformer Engine userbuffers --tp-comm-overlap)
     moe_overlap: Literal["none", "dualpipe"] = "none"  # EP all-to-all hidden behind another micro batch
+    zero3_prefetch_params: float = 5e8  # parameters ZeRO-3 gathers ahead (DeepSpeed stage3_prefetch_bucket_size)
     moe_dispatcher: Literal["alltoall", "deepep"] = "alltoall"  # see model/training/moe.py
     moe_fp8_dispatch: bool = False     # tokens sent to their experts in FP8 (DeepSeek-V3)
     moe_imbalance: float = 1.0         # busiest expert rank's tokens / mean (1: balanced routing)
@@ -81,6 +82,8 @@ class Layout:
         parts += [f"moe-dispatcher={self.moe_dispatcher}"] if self.moe_dispatcher != "alltoall" else []
         parts += ["moe-fp8-dispatch"] if self.moe_fp8_dispatch else []
         parts += [f"moe-imbalance={self.moe_imbalance:g}"] if self.moe_imbalance != 1.0 else []
+        parts += [f"zero3-prefetch={self.zero3_prefetch_params:g}"] if self.zero >= 3 and \
+            self.zero3_prefetch_params != 5e8 else []
         return " ".join(parts)
 
     def to_dict(self) -> dict:
@@ -116,6 +119,8 @@ def problems(spec: TransformerSpec, lay: Layout, gpus: int | None = None, seq_le
         elif lay.global_batch % (lay.micro_batch * lay.dp) == 0 and lay.microbatches % lay.pp:
             out.append(f"the interleaved schedule needs micro batches per step ({lay.microbatches}) "
                        f"to be a multiple of pp ({lay.pp})")
+    if not 1.0 <= lay.zero3_prefetch_params <= 1e15:
+        out.append(f"zero3_prefetch_params must be between 1 and 1e15, got {lay.zero3_prefetch_params}")
     if not 1.0 <= lay.moe_imbalance <= 64:
         out.append(f"moe_imbalance must be between 1 and 64 (busiest expert rank / mean), got {lay.moe_imbalance}")
     if lay.sequence_parallel and lay.tp == 1:

@@ -215,24 +215,50 @@ def _dp_exposed(spec: TransformerSpec, lay: Layout, fab: TrainingFabric, t_f: fl
 PARAM_TENSORS_PER_LAYER = 12  # QKV, output, fc1, fc2 weights and biases; two norms' weights and biases
 
 
+def weight_tensors(spec: TransformerSpec) -> list[float]:
+    """Parameters of each large weight matrix of one (MoE if any) layer: what ZeRO-3 gathers one by one."""
+    h, a = spec.hidden, spec.heads
+    if spec.attention == "mla":
+        out = [a * spec.v_dim * h]  # the output projection; MLA's low-rank projections are small
+    else:
+        d, g = spec.qk_head_dim, int(spec.kv_heads)  # type: ignore[arg-type]
+        out = [h * (a * d + 2 * g * d), a * d * h]
+    gate = 2 if spec.gated_mlp else 1
+    if spec.is_moe:
+        fe = int(spec.moe_ffn_hidden)  # type: ignore[arg-type]
+        out += [gate * h * fe, h * fe] * (spec.experts + spec.shared_experts)
+    else:
+        f = int(spec.ffn_hidden)  # type: ignore[arg-type]
+        out += [gate * h * f, h * f]
+    return [float(t) for t in out if t > 0]
+
+
 def _zero3_exposed(spec: TransformerSpec, lay: Layout, fab: TrainingFabric, n: int, stride: int,
                    stage_layers: float, compute_f: float, layer_compute: float) -> float:
     """ZeRO-3 / FSDP as it runs: every micro batch all-gathers each layer's weights before its
     forward (again before a full recompute's forward) and before its backward, and
     reduce-scatters its gradients after it. Each parameter tensor is its own collective
     (DeepSpeed ZeRO-3 and FSDP2 shard per parameter), so a flat ring over n GPUs pays its
-    n - 1 hops of latency per tensor. Prefetching overlaps a layer's collectives with the
-    neighbouring layer's compute: what exceeds that compute is exposed (all of it when
-    overlap_dp_comm is off)."""
+    n - 1 hops of latency per tensor. Prefetching overlaps the gathers with compute, but a
+    runtime prefetches through a window of `zero3_prefetch_params` parameters (DeepSpeed's
+    stage3_prefetch_bucket_size, default 5e8; FSDP prefetches a whole layer: no limit): a
+    weight larger than the window is gathered when its module runs, on the critical path
+    (GPT-3 175B's 604M-parameter MLP matrices; none of Llama 70B's), and its gradient, larger
+    than the reduce bucket of the same default size, is reduced as soon as it is produced.
+    What the rest cannot hide behind compute is exposed too (all of it when overlap_dp_comm is
+    off)."""
     layer_bytes = params(spec).total / spec.layers / lay.tp * GRAD_BYTES
-    k = PARAM_TENSORS_PER_LAYER
+    tensors = [t / lay.tp for t in weight_tensors(spec)]
+    big = sum(t for t in tensors if t > lay.zero3_prefetch_params) / max(sum(tensors), 1.0)
+    k = max(PARAM_TENSORS_PER_LAYER, len(tensors))
     ag = k * fab.time_s("all_gather", layer_bytes / k, n, stride)
     rs = k * fab.time_s("reduce_scatter", layer_bytes / k, n, stride)
     gathers_fwd = 2 if lay.recompute == "full" else 1
     comm_f, comm_b = gathers_fwd * ag, ag + rs
     compute_b = layer_compute - compute_f * gathers_fwd
     if lay.overlap_dp_comm:
-        exposed = max(0.0, comm_f - gathers_fwd * compute_f) + max(0.0, comm_b - compute_b)
+        exposed = (big * comm_f + max(0.0, (1 - big) * comm_f - gathers_fwd * compute_f)
+                   + big * comm_b + max(0.0, (1 - big) * comm_b - compute_b))
     else:
         exposed = comm_f + comm_b
     return lay.microbatches * stage_layers * exposed + ag  # the first layer's gather waits
