@@ -74,9 +74,11 @@ def comm(
         print_json(data)
     elif not console.quiet:                     # the table is plain text: --quiet must skip it here
         from gpucluster.cli.nccl_table import algorithm_changes, print_nccl_table
+        from gpucluster.cli.safe_text import plain
 
+        # plain print: the placement lines quote the spec's path and pool names, so no control bytes
         print_nccl_table([f"gpucluster comm: expected {op}_perf on a healthy cluster (model, not a measurement)",
-                          *placed.describe_lines()], rows, avg, algorithm_changes(rows))
+                          *(plain(line) for line in placed.describe_lines())], rows, avg, algorithm_changes(rows))
     if html:
         from gpucluster.report.ops_report import write_comm_report
         write_comm_report(data, html)

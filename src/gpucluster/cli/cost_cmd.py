@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Annotated, Any, Optional
 
 import typer
@@ -22,7 +23,7 @@ def parse_price_flags(flags: list[str] | None, files: list[str] | None) -> dict[
             v = float(value) if sep else -1.0
         except ValueError:
             v = -1.0
-        if v < 0:
+        if not 0 <= v < math.inf:                  # NaN and inf too: a TCO of NaN is no answer
             raise UserError(f"expected key=number >= 0, got {flag!r}", field="--price")
         out[key.strip()] = (v, f"--price {key.strip()}")
     return out
@@ -90,6 +91,8 @@ def cost(
 
 
 def _q(x: float) -> str:
+    if not math.isfinite(x):                     # an infinite price from a price file prints as is
+        return num(x, 0)
     return num(x, 0) if x == int(x) or x >= 100 else num(x, 2)
 
 

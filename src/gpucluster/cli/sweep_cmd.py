@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
@@ -25,6 +26,9 @@ def sweep(
     from gpucluster.cli.render import safe as escape   # sweep names, parameters and errors: markup and controls
     from gpucluster.engines.sweep import sweep as run
 
+    if out and (Path(out).is_dir() or not (Path(out).parent if str(Path(out).parent) else Path(".")).is_dir()):
+        from gpucluster.report.html import write_atomic
+        write_atomic(out, "", field_name="--out")      # raises the one-line reason before any task runs
     if workers is not None and workers < 1:
         from gpucluster.errors import UserError
         raise UserError(f"must be >= 1, got {workers}", field="--workers")
@@ -34,8 +38,10 @@ def sweep(
         result = run(spec, ray_address=ray, workers=workers,
                      progress=lambda done, total: bar.update(tid, completed=done, total=total))
     if out:
-        with open(out, "w") as f:
-            json.dump(result, f, indent=2)
+        # A missing folder, a folder path or a read-only folder is one line (exit 2), not a traceback;
+        # the file appears whole or not at all.
+        from gpucluster.report.html import write_atomic
+        write_atomic(out, json.dumps(result, indent=2), field_name="--out")
     if json_out:
         print_json(result)
     else:
