@@ -81,8 +81,12 @@ def test_static_batch_latency_is_prefill_plus_decode_steps(rep8b):
     assert lat == pytest.approx(p + 8 * d)
 
 
-def test_calibration_falls_back_to_the_fitted_median():
+def test_calibration_never_copies_another_chips_fit():
+    from gpucluster.model.serving.calibration import DEFAULT_SERVING_FRACTION
+
     v, src = serving_efficiency("MI300X", "fp8")
-    assert 0 < v <= 1 and "estimate" in src
+    assert v == DEFAULT_SERVING_FRACTION and "assumption" in src
+    v, src = serving_efficiency("H100-SXM5-80GB", "bf16")   # H100's FP8 fit is not its BF16 one
+    assert v == DEFAULT_SERVING_FRACTION and "assumption" in src
     v, src = serving_efficiency("H100-SXM5-80GB", "fp8")
     assert "fitted" in src
