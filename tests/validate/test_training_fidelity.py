@@ -146,3 +146,12 @@ def test_training_public_zero3_rows_within_25_percent(shared_dir):
     rows = {r.id: r for r in run_file(shared_dir / "validation" / "training-public.yaml")}
     zero3 = [r for i, r in rows.items() if "zero3" in i]
     assert zero3 and all(abs(r.error) <= 0.25 for r in zero3), [(r.id, r.error) for r in zero3]
+
+
+def test_a_case_without_dp_overlap_takes_the_frameworks_default_by_zero_stage():
+    # Megatron-LM / DeepSpeed reduce ZeRO-0..2 gradients after the backward unless told otherwise;
+    # ZeRO-3 prefetches and reduces asynchronously by design.
+    case = copy.deepcopy(CASE)
+    case["training"].update(zero=1)
+    assert predict() == predict(overlap_dp_comm=False)
+    assert predict(overlap_dp_comm=True) < predict()

@@ -86,7 +86,7 @@ def search(spec: TransformerSpec, fabric: TrainingFabric, gpus: int, global_batc
                             choices = [(v, v > 1 and spec.layers % (pp * v) != 0 and (spec.layers + 2) % (pp * v) == 0)]
                         for v, accounted in choices:
                             stack = {"pp_embedding_layer": accounted, "pp_loss_layer": accounted}
-                            stack.update({k: fixed[k] for k in STACK if k in fixed})
+                            stack.update({k: fixed[k] for k in STACK if k in fixed and fixed[k] != "framework"})
                             base = Layout(tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, interleave=v, micro_batch=mb,
                                           global_batch=global_batch,
                                           sequence_parallel=fixed.get("sequence_parallel", tp > 1),
@@ -126,6 +126,8 @@ def _try_memory_options(spec: TransformerSpec, base: Layout, fabric: TrainingFab
         for zero in _options("zero", fixed, zeros):
             for rc in _options("recompute", fixed, ["none", "selective", "full"]):
                 lay = base.with_(zero=zero, recompute=rc, offload_optimizer=offload)
+                if fixed.get("overlap_dp_comm") == "framework":
+                    lay = lay.with_(overlap_dp_comm=zero >= 3)  # the frameworks' defaults by ZeRO stage
                 result.considered += 1
                 why = problems(spec, lay, gpus, s)
                 if why:

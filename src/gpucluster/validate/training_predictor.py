@@ -18,8 +18,12 @@ from gpucluster.specs.validation_case import Case, Hardware
 from gpucluster.specs.workload import TransformerSpec
 from gpucluster.validate.predictors import Unsupported, fabric_for, predictors, section
 
-# The stack of today when a case does not say (shared/validation/README.md: attention flash).
-STACK_DEFAULTS: dict[str, Any] = {"attention": "flash", "overlap_dp_comm": True, "overlap_tp_comm": False,
+# What a run used when its case does not say: the frameworks' own defaults (attention: flash,
+# shared/validation/README.md). overlap_dp_comm "framework": Megatron-LM's --overlap-grad-reduce
+# and DeepSpeed's overlap_comm are opt-in for ZeRO 0-2 (gradients reduced after the backward),
+# while ZeRO-3 / FSDP prefetch and reduce asynchronously by design. (`plan train` instead
+# assumes the tuned stack it recommends: overlap on.)
+STACK_DEFAULTS: dict[str, Any] = {"attention": "flash", "overlap_dp_comm": "framework", "overlap_tp_comm": False,
                                   "moe_overlap": "none", "moe_dispatcher": "alltoall", "moe_fp8_dispatch": False,
                                   "moe_imbalance": 1.0, "zero3_prefetch_params": 5e8}
 
@@ -39,7 +43,7 @@ class Training(BaseModel):
     zero: Literal[0, 1, 2, 3] | None = None
     precision: Literal["fp16", "bf16", "fp8"] = "bf16"
     attention: Literal["flash", "unfused"] = STACK_DEFAULTS["attention"]
-    overlap_dp_comm: bool = STACK_DEFAULTS["overlap_dp_comm"]
+    overlap_dp_comm: bool | Literal["framework"] = STACK_DEFAULTS["overlap_dp_comm"]
     overlap_tp_comm: bool = STACK_DEFAULTS["overlap_tp_comm"]
     moe_overlap: Literal["none", "dualpipe"] = STACK_DEFAULTS["moe_overlap"]
     moe_dispatcher: Literal["alltoall", "deepep"] = STACK_DEFAULTS["moe_dispatcher"]
@@ -74,6 +78,8 @@ def predict_training(case: Case) -> dict[str, float]:
     given: dict[str, Any] = {k: v for k, v in tr.model_dump().items() if v is not None and k != "global_batch"}
     given["flash_attention"] = given.pop("attention") == "flash"
     _pipeline_accounting(spec, given)
+    if given.get("overlap_dp_comm") == "framework" and "zero" in given:
+        given["overlap_dp_comm"] = given["zero"] >= 3
     if LAYOUT_FIELDS <= given.keys():
         lay = Layout(global_batch=tr.global_batch, **given)
         why = problems(spec, lay, hw.gpus)
