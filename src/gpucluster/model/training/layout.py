@@ -127,9 +127,10 @@ def problems(spec: TransformerSpec, lay: Layout, gpus: int | None = None, seq_le
         out.append("sequence_parallel needs tp > 1")
     if lay.zero not in (0, 1, 2, 3):
         out.append(f"zero must be 0, 1, 2 or 3, got {lay.zero}")
-    if lay.zero and lay.pp > 1 and lay.zero >= 2:
-        out.append("ZeRO-2/3 shard gradients every micro batch, which pipeline parallelism does not support "
-                   "(Megatron and DeepSpeed allow only ZeRO-1 with pp > 1)")
+    if lay.zero == 2 and lay.pp > 1:
+        # ZeRO-3 with pipeline parallelism runs (FSDP2 + PP, as torchtitan does); ZeRO-2 does not.
+        out.append("ZeRO-2 shards gradients every micro batch, which pipeline parallelism does not support "
+                   "(DeepSpeed and Megatron allow ZeRO-1 with pp > 1; FSDP2 allows full sharding, zero=3)")
     if lay.recompute not in RECOMPUTE:
         out.append(f"recompute must be one of {', '.join(RECOMPUTE)}, got {lay.recompute!r}")
     if lay.precision not in PRECISIONS:
