@@ -153,3 +153,18 @@ def test_a_case_without_dp_overlap_takes_the_frameworks_default_by_zero_stage():
     # ZeRO-3 prefetches and reduces asynchronously by design. CASE runs ZeRO-1 on dp=4.
     assert predict() == predict(overlap_dp_comm=False)
     assert predict(overlap_dp_comm=True) < predict()
+
+
+def test_an_expert_group_larger_than_dp_x_cp_folds_over_tensor_parallel_ranks():
+    # Megatron-Core's MoE parallel folding: TP2 x DP16 GPUs hold EP32 with expert TP 1.
+    case = copy.deepcopy(CASE)
+    case["hardware"].update(gpus=256)
+    case["model"].update(layers=48, hidden=4096, heads=64, kv_heads=4, ffn_hidden=12288, gated_mlp=True,
+                         experts=128, experts_per_token=8, moe_ffn_hidden=1536, vocab=151936, seq_len=4096)
+    case["training"].update(global_batch=512, micro_batch=1, tp=2, pp=8, dp=16, ep=32, sequence_parallel=True,
+                            zero=1, recompute="full", interleave=1)
+    assert predict_training(Case.model_validate(case))["iteration_s"] > 0
+    spec = TransformerSpec(**case["model"])
+    lay = Layout(tp=2, pp=8, dp=16, ep=32, micro_batch=1, global_batch=512, sequence_parallel=True, zero=1)
+    assert any("ep x etp" in w for w in problems(spec, lay, 256))       # expert TP = tp cannot fit
+    assert problems(spec, lay.with_(etp=1), 256) == []

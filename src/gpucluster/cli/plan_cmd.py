@@ -12,7 +12,7 @@ plan_app = typer.Typer(help="Plan a workload on a cluster: training runs and ser
 DEFAULT_BATCH_TOKENS = 4 * 2**20
 # Chinchilla (Hoffmann et al. 2022): compute-optimal training uses about 20 tokens per parameter.
 CHINCHILLA_TOKENS_PER_PARAM = 20
-LAYOUT_KEYS = {"tp": int, "pp": int, "dp": int, "cp": int, "ep": int, "interleave": int, "v": int, "micro_batch": int,
+LAYOUT_KEYS = {"tp": int, "pp": int, "dp": int, "cp": int, "ep": int, "etp": int, "interleave": int, "v": int, "micro_batch": int,
                "mb": int, "sequence_parallel": bool, "sp": bool, "recompute": str, "zero": int,
                "offload_optimizer": bool, "offload": bool, "attention": str, "overlap_dp_comm": bool,
                "overlap_tp_comm": bool, "moe_overlap": str, "moe_dispatcher": str, "moe_fp8_dispatch": bool,

@@ -122,7 +122,7 @@ class Gemm:
 
 def layer_gemms(spec: TransformerSpec, micro_batch: int, tp: int = 1, cp: int = 1, sp: bool = False,
                 ep: int = 1, seq_len: int | None = None, *, dense_layer: bool | None = None,
-                causal: bool = False) -> list[Gemm]:
+                causal: bool = False, etp: int | None = None) -> list[Gemm]:
     """The GEMMs of one transformer layer's forward pass on one GPU of a TP x CP (x EP) group.
 
     Megatron-LM's layout: column-parallel QKV / fc1 and row-parallel output / fc2 split the
@@ -131,7 +131,8 @@ def layer_gemms(spec: TransformerSpec, micro_batch: int, tp: int = 1, cp: int = 
     not these shapes, except those of the replicated GEMMs below: the MoE router and MLA's
     down-projections see only the rank's own 1/tp of the tokens). Context
     parallelism gives each GPU seq_len/cp query tokens attending over all seq_len keys.
-    Attention GEMMs are batched per head: count = heads/tp x micro_batch. `causal` halves
+    Attention GEMMs are batched per head: count = heads/tp x micro_batch. Experts are split
+    over `etp` ranks (default tp). `causal` halves
     the keys each query sees on average (flash attention skips the masked blocks).
 
     MoE layers (all layers of an MoE spec past `dense_layers`; `dense_layer` overrides):
@@ -179,10 +180,13 @@ def layer_gemms(spec: TransformerSpec, micro_batch: int, tp: int = 1, cp: int = 
     if spec.shared_experts:
         fs = spec.shared_experts * fe
         out += [Gemm("shared_fc1", tokens, fc1_mult * fs // tp, h), Gemm("shared_fc2", tokens, h, fs // tp)]
-    per_expert = tokens * spec.experts_per_token * ep / spec.experts
+    # Experts are split over `etp` ranks (Megatron's --expert-tensor-parallel-size, default tp);
+    # with etp < tp (MoE parallel folding) each expert rank sees tp / etp ranks' tokens.
+    e_tp = etp or tp
+    per_expert = tokens * spec.experts_per_token * ep / spec.experts * (tp // e_tp if sp else 1)
     local = spec.experts // ep
-    out += [Gemm("expert_fc1", per_expert, fc1_mult * fe // tp, h, local),
-            Gemm("expert_fc2", per_expert, h, fe // tp, local)]
+    out += [Gemm("expert_fc1", per_expert, fc1_mult * fe // e_tp, h, local),
+            Gemm("expert_fc2", per_expert, h, fe // e_tp, local)]
     return out
 
 

@@ -60,7 +60,7 @@ Precision = Literal["fp32", "fp16", "bf16", "fp8"]
 Recompute = Literal["none", "selective", "full"]
 
 
-def _stage_params(spec: TransformerSpec, tp: int, pp: int, ep: int) -> list[tuple[float, float]]:
+def _stage_params(spec: TransformerSpec, tp: int, pp: int, ep: int, etp: int | None = None) -> list[tuple[float, float]]:
     """Per pipeline stage: (non-expert, expert) parameters held by one GPU."""
     attn_sh, attn_dup, attn_norms = attention_parts(spec)
     attn = attn_sh / tp + attn_dup + attn_norms
@@ -69,8 +69,9 @@ def _stage_params(spec: TransformerSpec, tp: int, pp: int, ep: int) -> list[tupl
     moe_rest = expert_local = 0.0
     if spec.is_moe:
         e_sh, e_rep = mlp_weights(spec, int(spec.moe_ffn_hidden))  # type: ignore[arg-type]
-        expert = e_sh / tp + e_rep
-        moe_rest = spec.shared_experts * expert + spec.hidden * spec.experts + norm_params(spec)
+        shared = e_sh / tp + e_rep
+        expert = e_sh / (etp or tp) + e_rep
+        moe_rest = spec.shared_experts * shared + spec.hidden * spec.experts + norm_params(spec)
         expert_local = spec.experts // ep * expert
     h, V = spec.hidden, spec.vocab
     embedding = V * h / tp + (spec.seq_len * h if spec.position_embedding == "learned" else 0)
@@ -92,25 +93,27 @@ def _stage_params(spec: TransformerSpec, tp: int, pp: int, ep: int) -> list[tupl
 
 def weight_grad_optimizer_bytes(spec: TransformerSpec, tp: int = 1, pp: int = 1, dp: int = 1, ep: int = 1,
                                 zero_stage: int = 0, precision: Precision = "bf16", *, cp: int = 1,
-                                fp32_grads: bool = False, stage: int | None = None) -> dict[str, float]:
+                                fp32_grads: bool = False, stage: int | None = None,
+                                etp: int | None = None) -> dict[str, float]:
     # A layout search asks for the same terms several times per layout: answer from a cache
     # (a copy, so that a caller's change cannot leak into the next answer).
-    return dict(_weight_grad_optimizer_bytes(spec, tp, pp, dp, ep, zero_stage, precision, cp, fp32_grads, stage))
+    return dict(_weight_grad_optimizer_bytes(spec, tp, pp, dp, ep, zero_stage, precision, cp, fp32_grads, stage,
+                                             etp or tp))
 
 
 @lru_cache(maxsize=65536)
 def _weight_grad_optimizer_bytes(spec: TransformerSpec, tp: int, pp: int, dp: int, ep: int, zero_stage: int,
                                  precision: Precision, cp: int, fp32_grads: bool,
-                                 stage: int | None) -> dict[str, float]:
+                                 stage: int | None, etp: int) -> dict[str, float]:
     """Bytes of weights, gradients and optimizer state on one GPU of pipeline stage `stage`
     (default: the stage that needs the most). Keys: weights, grads, optimizer, total (bytes);
     params (parameters this GPU holds before ZeRO sharding) and stage (its index)."""
     check_layout(spec, tp=tp, pp=pp, cp=cp, ep=ep)
     if zero_stage not in (0, 1, 2, 3):
         raise ValueError(f"zero_stage must be 0, 1, 2 or 3, got {zero_stage}")
-    if (dp * cp) % ep:
-        raise ValueError(f"ep ({ep}) must divide dp x cp ({dp * cp}): experts are sharded inside the "
-                         "data-parallel group")
+    if (tp * dp * cp) % (ep * etp):
+        raise ValueError(f"ep x expert tp ({ep} x {etp}) must divide tp x dp x cp ({tp * dp * cp}): "
+                         "expert groups are carved out of the same GPUs")
     if precision == "fp32":
         w_b, g_b, o_b = 4.0, 4.0, 8.0
     elif precision in ("fp16", "bf16", "fp8"):
@@ -124,9 +127,9 @@ def _weight_grad_optimizer_bytes(spec: TransformerSpec, tp: int, pp: int, dp: in
                 count * o_b / (shards if zero_stage >= 1 else 1))
 
     rows = []
-    for i, (non_expert, expert) in enumerate(_stage_params(spec, tp, pp, ep)):
+    for i, (non_expert, expert) in enumerate(_stage_params(spec, tp, pp, ep, etp)):
         a = per_kind(non_expert, dp * cp)
-        e = per_kind(expert, dp * cp // ep)
+        e = per_kind(expert, tp * dp * cp // (ep * etp))
         w, g, o = a[0] + e[0], a[1] + e[1], a[2] + e[2]
         rows.append({"weights": w, "grads": g, "optimizer": o, "total": w + g + o,
                      "params": non_expert + expert, "stage": float(i)})

@@ -87,7 +87,9 @@ def search(spec: TransformerSpec, fabric: TrainingFabric, gpus: int, global_batc
                         for v, accounted in choices:
                             stack = {"pp_embedding_layer": accounted, "pp_loss_layer": accounted}
                             stack.update({k: fixed[k] for k in STACK if k in fixed and fixed[k] != "framework"})
-                            base = Layout(tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, interleave=v, micro_batch=mb,
+                            # An EP group larger than dp x cp folds over the TP ranks (expert TP 1).
+                            etp = fixed.get("etp", 0 if (dp * cp) % ep == 0 else 1)
+                            base = Layout(tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, etp=etp, interleave=v, micro_batch=mb,
                                           global_batch=global_batch,
                                           sequence_parallel=fixed.get("sequence_parallel", tp > 1),
                                           precision=fixed.get("precision", precision),

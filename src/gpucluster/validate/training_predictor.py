@@ -37,6 +37,7 @@ class Training(BaseModel):
     dp: PositiveInt | None = None
     cp: PositiveInt | None = None
     ep: PositiveInt | None = None
+    etp: PositiveInt | None = None      # expert tensor parallel; default tp (1 where only folding fits)
     interleave: PositiveInt | None = None
     sequence_parallel: bool | None = None
     recompute: Literal["none", "selective", "full"] | None = None
@@ -81,6 +82,8 @@ def predict_training(case: Case) -> dict[str, float]:
     if given.get("overlap_dp_comm") == "framework" and "zero" in given:
         given["overlap_dp_comm"] = given["zero"] >= 3
     if LAYOUT_FIELDS <= given.keys():
+        if "etp" not in given and (given["dp"] * given["cp"]) % given["ep"]:
+            given["etp"] = 1   # the only way Megatron-Core runs an EP group larger than dp x cp
         lay = Layout(global_batch=tr.global_batch, **given)
         why = problems(spec, lay, hw.gpus)
         if why:

@@ -69,7 +69,7 @@ class LayerKernels:
 
 def layer_kernels(spec: TransformerSpec, gpu_name: str, precision: str, micro_batch: int, tp: int, cp: int,
                   sp: bool, ep: int, seq_len: int, dense: bool | None, flash: bool,
-                  imbalance: float = 1.0) -> LayerKernels:
+                  imbalance: float = 1.0, etp: int | None = None) -> LayerKernels:
     curve = gemm_curve(gpu_name, precision)
     half = gemm_curve(gpu_name, "fp16" if precision == "fp16" else "bf16")
     bw = hbm_gbps(catalog.gpus.get(gpu_name)) * 1e9
@@ -91,7 +91,7 @@ def layer_kernels(spec: TransformerSpec, gpu_name: str, precision: str, micro_ba
         count["all"] += 1
 
     memory(4 * norm_tokens * h)                                   # input layernorm
-    for g in layer_gemms(spec, micro_batch, tp, cp, sp, ep, seq_len, dense_layer=dense, causal=flash):
+    for g in layer_gemms(spec, micro_batch, tp, cp, sp, ep, seq_len, dense_layer=dense, causal=flash, etp=etp):
         if g.kind == "attention":
             continue
         if precision == "fp8":

@@ -28,6 +28,7 @@ class Layout:
     dp: int = 1
     cp: int = 1
     ep: int = 1
+    etp: int = 0                 # expert tensor parallel size (Megatron --expert-tensor-parallel-size); 0: tp
     interleave: int = 1          # virtual pipeline stages per GPU (1 = plain 1F1B)
     micro_batch: int = 1         # sequences per micro batch
     global_batch: int = 1        # sequences per optimizer step
@@ -57,6 +58,10 @@ class Layout:
         return self.tp * self.pp * self.dp * self.cp
 
     @property
+    def expert_tp(self) -> int:
+        return self.etp or self.tp
+
+    @property
     def microbatches(self) -> int:
         """Micro batches each data-parallel replica runs per step (gradient accumulation)."""
         return self.global_batch // (self.micro_batch * self.dp)
@@ -68,6 +73,7 @@ class Layout:
         parts = [f"tp={self.tp}", f"pp={self.pp}", f"dp={self.dp}"]
         parts += [f"cp={self.cp}"] if self.cp > 1 else []
         parts += [f"ep={self.ep}"] if self.ep > 1 else []
+        parts += [f"etp={self.etp}"] if self.etp and self.etp != self.tp else []
         parts += [f"v={self.interleave}"] if self.interleave > 1 else []
         parts += [f"mb={self.micro_batch}", f"gbs={self.global_batch}"]
         parts += ["sp"] if self.sequence_parallel else []
@@ -104,8 +110,11 @@ def problems(spec: TransformerSpec, lay: Layout, gpus: int | None = None, seq_le
     if lay.global_batch % (lay.micro_batch * lay.dp):
         out.append(f"global_batch ({lay.global_batch}) is not a multiple of micro_batch x dp "
                    f"({lay.micro_batch} x {lay.dp})")
-    if (lay.dp * lay.cp) % lay.ep:
-        out.append(f"ep ({lay.ep}) must divide dp x cp ({lay.dp * lay.cp}): expert groups come from data-parallel ranks")
+    if lay.etp < 0 or (lay.etp and lay.tp % lay.etp):
+        out.append(f"etp ({lay.etp}) must divide tp ({lay.tp})")
+    elif (lay.tp * lay.dp * lay.cp) % (lay.ep * lay.expert_tp):
+        out.append(f"ep x etp ({lay.ep} x {lay.expert_tp}) must divide tp x dp x cp ({lay.tp * lay.dp * lay.cp}): "
+                   "expert groups are carved out of the same GPUs (Megatron-Core's MoE parallel folding)")
     if lay.interleave > 1:
         if lay.pp == 1:
             out.append("interleave > 1 needs pipeline parallelism (pp > 1)")

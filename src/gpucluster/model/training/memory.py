@@ -56,7 +56,8 @@ def activation_per_layer(spec: TransformerSpec, lay: Layout, seq_len: int, recom
 
 
 def memory(spec: TransformerSpec, lay: Layout, hbm_bytes: float, seq_len: int) -> Memory:
-    wgo = weight_grad_optimizer_bytes(spec, lay.tp, lay.pp, lay.dp, lay.ep, lay.zero, lay.precision, cp=lay.cp)
+    wgo = weight_grad_optimizer_bytes(spec, lay.tp, lay.pp, lay.dp, lay.ep, lay.zero, lay.precision, cp=lay.cp,
+                                      etp=lay.expert_tp)
     per_layer = activation_per_layer(spec, lay, seq_len, lay.recompute)
     outside = activation_bytes_outside_layers(spec, lay.micro_batch, lay.tp, lay.sequence_parallel, lay.cp,
                                               seq_len=seq_len)

@@ -45,11 +45,13 @@ def dispatch_combine_s(spec: TransformerSpec, lay: Layout, fab: TrainingFabric, 
         return 0.0
     local = tokens / (lay.tp if lay.sequence_parallel else 1)
     k, h = spec.experts_per_token, spec.hidden
+    # Megatron-Core's expert rank order (etp-ep-dp): EP neighbours are expert-TP ranks apart.
+    stride = lay.expert_tp
     out_bytes = 1 if lay.moe_fp8_dispatch else ACT_BYTES
     if lay.moe_dispatcher == "alltoall":
-        return (fab.time_s("all_to_all", local * k * h * out_bytes, lay.ep, lay.tp * lay.cp)
-                + fab.time_s("all_to_all", local * k * h * ACT_BYTES, lay.ep, lay.tp * lay.cp))
-    group = fab.group(lay.ep, lay.tp * lay.cp)
+        return (fab.time_s("all_to_all", local * k * h * out_bytes, lay.ep, stride)
+                + fab.time_s("all_to_all", local * k * h * ACT_BYTES, lay.ep, stride))
+    group = fab.group(lay.ep, stride)
     remote = remote_domains_per_token(spec, group.domains)
     total = 0.0
     for nbytes in (out_bytes, ACT_BYTES):

@@ -95,7 +95,7 @@ class _LayerTimes:
 
 def _layer(spec: TransformerSpec, lay: Layout, fab: TrainingFabric, seq_len: int, dense: bool | None) -> _LayerTimes:
     """One layer's forward on one GPU; only the fields below matter, so the search shares it."""
-    key = Layout(tp=lay.tp, cp=lay.cp, ep=lay.ep, micro_batch=lay.micro_batch,
+    key = Layout(tp=lay.tp, cp=lay.cp, ep=lay.ep, etp=lay.etp, micro_batch=lay.micro_batch,
                  sequence_parallel=lay.sequence_parallel, precision=lay.precision,
                  flash_attention=lay.flash_attention, moe_dispatcher=lay.moe_dispatcher,
                  moe_fp8_dispatch=lay.moe_fp8_dispatch, moe_imbalance=lay.moe_imbalance)
@@ -106,7 +106,7 @@ def _layer(spec: TransformerSpec, lay: Layout, fab: TrainingFabric, seq_len: int
 def _layer_cached(spec: TransformerSpec, lay: Layout, fab: TrainingFabric, seq_len: int,
                   dense: bool | None) -> _LayerTimes:
     k = layer_kernels(spec, fab.gpu_name, lay.precision, lay.micro_batch, lay.tp, lay.cp, lay.sequence_parallel,
-                      lay.ep, seq_len, dense, lay.flash_attention, expert_imbalance(lay))
+                      lay.ep, seq_len, dense, lay.flash_attention, expert_imbalance(lay), lay.expert_tp)
     tokens = lay.micro_batch * seq_len / lay.cp
     act = tokens * spec.hidden * ACT_BYTES
     tp = 0.0
@@ -196,7 +196,8 @@ def _dp_exposed(spec: TransformerSpec, lay: Layout, fab: TrainingFabric, t_f: fl
     n, stride = lay.dp * lay.cp, lay.tp
     if n <= 1:
         return 0.0
-    local = weight_grad_optimizer_bytes(spec, lay.tp, lay.pp, lay.dp, lay.ep, 0, lay.precision, cp=lay.cp)["params"]
+    local = weight_grad_optimizer_bytes(spec, lay.tp, lay.pp, lay.dp, lay.ep, 0, lay.precision, cp=lay.cp,
+                                        etp=lay.expert_tp)["params"]
     if lay.zero >= 3:
         return _zero3_exposed(spec, lay, fab, n, stride, stage_layers, compute_f, layer_compute)
     grads = local * GRAD_BYTES
@@ -266,7 +267,8 @@ def _zero3_exposed(spec: TransformerSpec, lay: Layout, fab: TrainingFabric, n: i
 
 def _optimizer_s(spec: TransformerSpec, lay: Layout, fab: TrainingFabric) -> float:
     """Adam is memory-bound: ~30 bytes moved per parameter of this GPU's shard."""
-    local = weight_grad_optimizer_bytes(spec, lay.tp, lay.pp, lay.dp, lay.ep, 0, lay.precision, cp=lay.cp)["params"]
+    local = weight_grad_optimizer_bytes(spec, lay.tp, lay.pp, lay.dp, lay.ep, 0, lay.precision, cp=lay.cp,
+                                        etp=lay.expert_tp)["params"]
     shard = local / (lay.dp * lay.cp) if lay.zero >= 1 else local
     if lay.offload_optimizer:
         # Gradients down and weights up over PCIe (~50 GB/s per GPU on PCIe5 x16), Adam on the
