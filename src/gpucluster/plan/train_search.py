@@ -107,7 +107,7 @@ def _interleaves(layers: int, pp: int, microbatches: int) -> list[tuple[int, boo
     """(interleave, embedding and loss counted as pipeline layers) pairs worth trying: where the
     layers do not split evenly, Megatron-Core interleaves them with the embedding and the loss
     counted as layers (126 + 2 on pp 8)."""
-    if pp == 1 or microbatches % pp:
+    if pp == 1 or microbatches < pp:
         return [(1, False)]
     if layers % pp == 0:
         return [(1, False)] + [(v, False) for v in _divisors(layers // pp)[1:] if v <= MAX_INTERLEAVE]

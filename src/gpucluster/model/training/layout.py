@@ -125,9 +125,11 @@ def problems(spec: TransformerSpec, lay: Layout, gpus: int | None = None, seq_le
                 and not lay.pipeline_layers else ""
             out.append(f"layers ({spec.layers}{extra}) is not a multiple of pp x interleave "
                        f"({lay.pp} x {lay.interleave}){hint}")
-        elif lay.global_batch % (lay.micro_batch * lay.dp) == 0 and lay.microbatches % lay.pp:
-            out.append(f"the interleaved schedule needs micro batches per step ({lay.microbatches}) "
-                       f"to be a multiple of pp ({lay.pp})")
+        elif lay.global_batch % (lay.micro_batch * lay.dp) == 0 and lay.microbatches < lay.pp:
+            # Megatron-Core (0.9+) runs any number of micro batches >= pp; older releases
+            # wanted a multiple of pp.
+            out.append(f"the interleaved schedule needs at least pp ({lay.pp}) micro batches per step, "
+                       f"got {lay.microbatches}")
     if not 1.0 <= lay.zero3_prefetch_params <= 1e15:
         out.append(f"zero3_prefetch_params must be between 1 and 1e15, got {lay.zero3_prefetch_params}")
     if not 1.0 <= lay.moe_imbalance <= 64:
