@@ -203,7 +203,8 @@ def test_check_passes_on_everything_generated(plan_file, tmp_path):
         args += ["--job", str(tmp_path / name)]
     proc = run("check", CLUSTER, *args, "--model", "llama2-13b", "--json")
     report = json.loads(proc.stdout)
-    bad = [f for f in report["findings"] if f["severity"] != "info"]
+    # Findings about the cluster file itself (rack power...) are not about what was generated.
+    bad = [f for f in report["findings"] if f["severity"] != "info" and not str(f.get("where", "")).startswith(CLUSTER)]
     assert proc.returncode == 0 and not bad, bad
 
 

@@ -19,16 +19,23 @@ JobName = Annotated[str, typer.Option(help="Job name (any printable text; quoted
 Ifname = Annotated[Optional[str], typer.Option(help="NCCL_SOCKET_IFNAME (default: ^lo,docker)")]
 
 
-def _emit(text: str, out: str | None, executable: bool = False) -> None:
+def _check_out(out: str | None) -> None:
+    """An -o path that cannot be written is refused before the plan is even read."""
+    if out is not None:
+        from gpucluster.generate.output import check_out_path
+        check_out_path(out)
+
+
+def _emit(text: str, out: str | None, executable: bool = False, warnings: list[str] | None = None) -> None:
+    """Called only once the whole text is generated: a bad plan writes nothing anywhere."""
+    for w in warnings or ():
+        typer.echo(f"warning: {w}", err=True)
     if out is None:
         typer.echo(text, nl=False)
         return
-    from pathlib import Path
+    from gpucluster.generate.output import write_atomic
 
-    p = Path(out)
-    p.write_text(text)
-    if executable:
-        p.chmod(0o755)
+    write_atomic(out, text, executable)
     typer.echo(f"wrote {out}", err=True)
 
 
@@ -50,10 +57,15 @@ def slurm(plan: PlanArg, job_name: JobName = "train", time: Annotated[str, typer
     for the fabric, torchrun with a c10d rendezvous on the first node."""
     from gpucluster.generate.plan_file import load_plan
     from gpucluster.generate.slurm import SlurmOptions, sbatch_script
+    from gpucluster.generate.torchrun import layout_notes
 
     opts = SlurmOptions(job_name=job_name, time=time, partition=partition, account=account, gres_type=gres_type,
                         socket_ifname=socket_ifname)
-    _emit(sbatch_script(load_plan(plan), _launch(script, arg, args_style, deepspeed_config), opts), out, True)
+    launch = _launch(script, arg, args_style, deepspeed_config)
+    _check_out(out)
+    job = load_plan(plan)
+    text = sbatch_script(job, launch, opts)
+    _emit(text, out, True, layout_notes(job, args_style)[1])
 
 
 @generate_app.command("torchrun")
@@ -61,18 +73,25 @@ def torchrun(plan: PlanArg, head: Annotated[str, typer.Option(help="First node's
              script: Script = "train.py", arg: Args = None, args_style: Style = "megatron", out: Out = None) -> None:
     """The torchrun command to run on every node."""
     from gpucluster.generate.plan_file import load_plan
-    from gpucluster.generate.torchrun import torchrun_command
+    from gpucluster.generate.torchrun import layout_notes, torchrun_command
 
-    _emit(torchrun_command(load_plan(plan), _launch(script, arg, args_style), head) + "\n", out)
+    launch = _launch(script, arg, args_style)
+    _check_out(out)
+    job = load_plan(plan)
+    text = torchrun_command(job, launch, head) + "\n"
+    _emit(text, out, warnings=layout_notes(job, args_style)[1])
 
 
 @generate_app.command("deepspeed")
 def deepspeed(plan: PlanArg, out: Out = None) -> None:
-    """A DeepSpeed JSON config: batch sizes, ZeRO stage, precision, from the plan's layout."""
-    from gpucluster.generate.deepspeed import deepspeed_json
+    """A DeepSpeed JSON config: batch sizes, ZeRO stage, precision, from the plan's layout (a
+    warning on stderr for each part of the layout DeepSpeed's config cannot express)."""
+    from gpucluster.generate.deepspeed import deepspeed_json, deepspeed_warnings
     from gpucluster.generate.plan_file import load_plan
 
-    _emit(deepspeed_json(load_plan(plan)), out)
+    _check_out(out)
+    job = load_plan(plan)
+    _emit(deepspeed_json(job), out, warnings=deepspeed_warnings(job))
 
 
 @generate_app.command("k8s")
@@ -86,10 +105,15 @@ def k8s(plan: PlanArg, job_name: JobName = "train",
     headless Service for the torchrun rendezvous."""
     from gpucluster.generate.k8s import K8sOptions, k8s_yaml
     from gpucluster.generate.plan_file import load_plan
+    from gpucluster.generate.torchrun import layout_notes
 
     opts = K8sOptions(job_name=job_name, namespace=namespace, queue=queue or None, image=image,
                       socket_ifname=socket_ifname)
-    _emit(k8s_yaml(load_plan(plan), _launch(script, arg, args_style), opts), out)
+    launch = _launch(script, arg, args_style)
+    _check_out(out)
+    job = load_plan(plan)
+    text = k8s_yaml(job, launch, opts)
+    _emit(text, out, warnings=layout_notes(job, args_style)[1])
 
 
 @generate_app.command("kueue")
@@ -97,9 +121,18 @@ def kueue(cluster: Annotated[str, typer.Argument(help="Cluster spec YAML")],
           queue: Annotated[str, typer.Option(help="LocalQueue name")] = "gpucluster",
           namespace: Annotated[str, typer.Option(help="Namespace of the LocalQueue")] = "default",
           cluster_queue: Annotated[Optional[str], typer.Option(help="ClusterQueue name (default: the cluster's)")] = None,
+          node_label: Annotated[Optional[list[str]], typer.Option(
+              "--node-label", help="[POOL:]KEY=VALUE node label of the flavors, instead of the GPU's "
+                                   "GPU Feature Discovery product label (repeat)")] = None,
+          api_version: Annotated[str, typer.Option(help="Kueue API: v1beta2, or v1beta1 before Kueue v0.15")]
+          = "v1beta2",
           out: Out = None) -> None:
-    """Kueue ResourceFlavor per GPU type, ClusterQueue with the pools' quotas, LocalQueue."""
+    """Kueue ResourceFlavor per GPU type (nodes selected by the vendor's product label), ClusterQueue
+    with the pools' quotas, LocalQueue."""
     from gpucluster.generate.kueue import kueue_yaml
     from gpucluster.specs.cluster import load_cluster
 
-    _emit(kueue_yaml(load_cluster(cluster), queue=queue, namespace=namespace, cluster_queue=cluster_queue), out)
+    _check_out(out)
+    text = kueue_yaml(load_cluster(cluster), queue=queue, namespace=namespace, cluster_queue=cluster_queue,
+                      node_labels=node_label, api_version=api_version)
+    _emit(text, out)

@@ -1,5 +1,5 @@
 """Read a PLAN file (schema gpucluster-plan-train/v1, the output of `gpucluster plan train --json`)
-into the facts a generator needs."""
+into the facts a generator needs, after validating all of it (plan_schema.py)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpucluster.errors import UserError
+from gpucluster.generate.plan_schema import SCHEMA, PlanDoc, check_job_fields, check_strings, validate_plan
 
-SCHEMA = "gpucluster-plan-train/v1"
-_FABRIC = re.compile(r"^(?P<gpu>\S+) x (?P<per>\d+) per node")
+__all__ = ["SCHEMA", "JobPlan", "load_plan", "plan_from_dict"]
+
+_FABRIC = re.compile(r"^(?P<gpu>[A-Za-z0-9][A-Za-z0-9._+-]{0,63}) x (?P<per>\d{1,4}) per node")
 
 
 @dataclass(frozen=True)
@@ -29,6 +31,16 @@ class JobPlan:
     description: str = ""
     source: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+    layers: int | None = None  # transformer layers: from the plan, else the model preset; None: unknown
+
+    def __post_init__(self) -> None:
+        # Whoever builds a JobPlan (a file, `slurm submit`, a test), its values are checked
+        # before any generator can write them.
+        check_job_fields({"model": self.model, "gpu": self.gpu, "gpus_per_node": self.gpus_per_node,
+                          "nodes": self.nodes, "layout": self.layout, "seq_len": self.seq_len,
+                          "scale_out_link": self.scale_out_link, "nic": self.nic, "layers": self.layers},
+                         self.source or None)
+        check_strings({"description": self.description}, self.source or "<plan>")
 
     @property
     def gpus(self) -> int:
@@ -40,38 +52,61 @@ class JobPlan:
         return max(1, lay["global_batch"] // (lay["micro_batch"] * lay["dp"]))
 
 
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise ValueError(f"{text[:20]} overflows a float")
+    return value
+
+
 def load_plan(path: str) -> JobPlan:
     from gpucluster.specs.loader import read_text
 
-    text = read_text(path)
+    text = read_text(path)   # capped in size; refuses missing, unreadable, binary files in one line
     try:
-        data = json.loads(text)
+        # NaN, Infinity and 1e999 are not JSON numbers a plan can hold: refused here, not later.
+        data = json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
     except json.JSONDecodeError as exc:
         raise UserError(f"not JSON ({exc.msg})", file=path, line=exc.lineno) from None
+    except RecursionError:
+        raise UserError("not a plan: nested too deeply", file=path) from None
+    except ValueError as exc:   # the hooks above; an integer of more than 4300 digits
+        raise UserError(f"not a plan: {str(exc)[:80]}", file=path) from None
     return plan_from_dict(data, path)
 
 
 def plan_from_dict(data: Any, path: str = "<plan>") -> JobPlan:
-    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
-        got = data.get("schema") if isinstance(data, dict) else type(data).__name__
-        raise UserError(f"expected a training plan (schema {SCHEMA}, from `gpucluster plan train --json`), "
-                        f"got {got!r}", file=path)
+    doc: PlanDoc = validate_plan(data, path)
+    t = doc.target
+    gpu, per = t.gpu, t.gpus_per_node
+    if gpu is None or per is None:  # plans written before these fields existed
+        m = _FABRIC.match(t.fabric or "")
+        if not m:
+            raise UserError("missing (and target.fabric does not name the GPU and GPUs per node)", file=path,
+                            field="target.gpu")
+        gpu, per = m.group("gpu"), int(m.group("per"))
+        lay = doc.best.layout
+        if not 1 <= per <= 1024 or lay.tp * lay.pp * lay.dp * lay.cp != t.nodes * per:
+            raise UserError(f"tp x pp x dp x cp does not match {t.nodes} nodes x {per} GPUs", file=path,
+                            field="best.layout")
+    layout = doc.best.layout.model_dump()
+    return JobPlan(model=doc.model, gpu=gpu, gpus_per_node=per, nodes=t.nodes, layout=layout,
+                   seq_len=doc.seq_len, step_s=float(doc.best.step_s), scale_out_link=t.scale_out_link,
+                   nic=t.nic, description=t.description, source=path,
+                   layers=doc.layers if doc.layers is not None else preset_layers(doc.model))
+
+
+def preset_layers(model: str) -> int | None:
+    """The layer count of a model preset named as the plan names it (its display name or an
+    alias); None for a model from a YAML file, which the plan does not describe."""
     try:
-        target, best = data["target"], data["best"]
-        layout = dict(best["layout"])
-        gpu, per = target.get("gpu"), target.get("gpus_per_node")
-        if gpu is None or per is None:  # plans written before these fields existed
-            m = _FABRIC.match(target.get("fabric", ""))
-            if not m:
-                raise KeyError("target.gpu")
-            gpu, per = m.group("gpu"), int(m.group("per"))
-        for key in ("tp", "pp", "dp", "micro_batch", "global_batch"):
-            if not isinstance(layout.get(key), int) or layout[key] < 1:
-                raise UserError(f"must be a positive integer, got {layout.get(key)!r}", file=path,
-                                field=f"best.layout.{key}")
-        return JobPlan(model=str(data["model"]), gpu=str(gpu), gpus_per_node=int(per), nodes=int(target["nodes"]),
-                       layout=layout, seq_len=int(data["seq_len"]), step_s=float(best["step_s"]),
-                       scale_out_link=target.get("scale_out_link"), nic=target.get("nic"),
-                       description=str(target.get("description", "")), source=path)
-    except KeyError as exc:
-        raise UserError(f"missing {exc.args[0]!r}", file=path) from None
+        from gpucluster.specs.workload import model_presets
+
+        presets = model_presets()
+        return int(presets.get(model).model.layers) if model in presets else None
+    except (UserError, KeyError, LookupError):
+        return None

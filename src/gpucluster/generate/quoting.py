@@ -48,7 +48,10 @@ def slurm_directive(value: str) -> str:
     """A #SBATCH argument. sbatch (src/sbatch/opt.c `_get_argument`, Slurm 22.05) ends an
     argument at a blank unless inside quotes (a backslash does not protect a blank), drops the
     quotes, and inside them takes a backslash as escaping the next character; so: double quotes
-    around the value, with backslash and double quote escaped."""
+    around the value, with backslash and double quote escaped. A control character would end
+    the directive line and start a shell line: refused, whatever the caller checked before."""
+    if _CONTROL.search(value):
+        raise UserError(f"must not contain newlines or control characters: {value[:40]!r}", field="#SBATCH value")
     if _PLAIN.match(value):
         return value
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpucluster.generate.plan_file import JobPlan
 from gpucluster.errors import UserError
+from gpucluster.generate.megatron import megatron_args
+from gpucluster.generate.plan_file import JobPlan
 from gpucluster.generate.quoting import Expand, check_text, is_variable, sh_join
 
 DEFAULT_PORT = 29500
@@ -25,33 +26,26 @@ class Launch:
         check_text(self.script, "--script")
         for a in self.script_args:
             check_text(a, "--arg")
+        if self.deepspeed_config is not None:
+            check_text(self.deepspeed_config, "--deepspeed-config")
+        if not 1 <= self.port <= 65535:
+            raise UserError(f"must be a TCP port (1-65535), got {self.port}", field="--port")
         if self.arg_style not in ARG_STYLES:
             raise UserError(f"must be one of {', '.join(ARG_STYLES)}, got {self.arg_style!r}", field="--args")
 
 
 def layout_args(plan: JobPlan, style: str = "megatron") -> list[str]:
-    """The plan's layout as Megatron-LM arguments (names as in megatron/training/arguments.py)."""
+    """The plan's layout as Megatron-LM arguments (generate/megatron.py); raises UserError for a
+    layout Megatron cannot run as planned."""
+    return layout_notes(plan, style)[0]
+
+
+def layout_notes(plan: JobPlan, style: str = "megatron") -> tuple[list[str], list[str]]:
+    """(arguments, warnings): what the program gets, and what the user should hear on stderr."""
     if style == "none":
-        return []
-    lay = plan.layout
-    out = [f"--tensor-model-parallel-size={lay['tp']}", f"--pipeline-model-parallel-size={lay['pp']}",
-           f"--micro-batch-size={lay['micro_batch']}", f"--global-batch-size={lay['global_batch']}",
-           f"--seq-length={plan.seq_len}"]
-    if lay.get("cp", 1) > 1:
-        out.append(f"--context-parallel-size={lay['cp']}")
-    if lay.get("ep", 1) > 1:
-        out.append(f"--expert-model-parallel-size={lay['ep']}")
-    if lay.get("interleave", 1) > 1:
-        out.append(f"--num-virtual-stages-per-pipeline-rank={lay['interleave']}")
-    if lay.get("sequence_parallel"):
-        out.append("--sequence-parallel")
-    if lay.get("recompute", "none") != "none":
-        out.append(f"--recompute-granularity={lay['recompute']}")
-    if lay.get("zero", 0) >= 1:
-        out.append("--use-distributed-optimizer")
-    prec = lay.get("precision", "bf16")
-    out += {"bf16": ["--bf16"], "fp16": ["--fp16"], "fp8": ["--bf16", "--fp8-format=hybrid"]}.get(prec, [])
-    return out
+        return [], []
+    res = megatron_args(plan)
+    return res.args, res.warnings
 
 
 def torchrun_words(plan: JobPlan, launch: Launch, *, nnodes: str, endpoint: str, rdzv_id: str) -> list[str]:
