@@ -19,12 +19,14 @@ from pathlib import Path
 from gpucluster.validate.runner import load_file, run_file
 
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT = ROOT.parent / "shared" / "validation" / "training-public.yaml"
+SHARED = ROOT.parent / "shared" / "validation"
+DEFAULT = [SHARED / "training-public.yaml", SHARED / "training-vtrain-single-public.yaml",
+           *sorted((ROOT / "validation").glob("training-*.yaml"))]
 FASTER_IS_LOWER = {"iteration_s"}
 
 
 def main(argv: list[str]) -> int:
-    files = [Path(a) for a in argv] or [DEFAULT]
+    files = [Path(a) for a in argv] or DEFAULT
     rows = [r for f in files for r in run_file(f) if r.kind == "training"]
     print(f"{'case':32} {'metric':22} {'measured':>10} {'predicted':>10} {'error':>8}")
     for r in rows:
@@ -49,7 +51,8 @@ def main(argv: list[str]) -> int:
         for case in load_file(path).cases:
             if case.kind != "training" or case.id not in first:
                 continue
-            key = (json.dumps(case.model, sort_keys=True), case.hardware["gpus"], case.hardware["gpu"])
+            key = (json.dumps(case.model, sort_keys=True), case.hardware["gpus"], case.hardware["gpu"],
+                   case.training.get("global_batch") if isinstance(case.training, dict) else None)
             groups[key].append(first[case.id])
     agree = total = 0
     for members in groups.values():
@@ -62,9 +65,10 @@ def main(argv: list[str]) -> int:
             total += 1
             ok = measured * predicted > 0
             agree += ok
-            if not ok:
+            if not ok and len(members) < 40:
                 print(f"ranking disagrees: {a.id} vs {b.id}")
-    print(f"ranking: {agree} of {total} same-model, same-GPU-count pairs ordered as measured")
+    print(f"ranking: {agree} of {total} same-model, same-GPU-count, same-batch pairs ordered as measured "
+          f"({100 * agree / max(total, 1):.1f}%)")
     ok = med <= 0.10 and worst <= 0.25
     print("PASS" if ok else "FAIL")
     return 0 if ok else 1

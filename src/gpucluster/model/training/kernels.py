@@ -57,11 +57,13 @@ class LayerKernels:
         p = HOST_BLEND_POWER
         return (gpu_s ** p + host ** p) ** (1 / p)
 
-    def forward(self) -> float:
-        return self.host_bound(self.forward_s, self.kernels)
+    def forward(self, comm_s: float = 0.0) -> float:
+        """The forward pass; `comm_s` of collectives on the same stream share the host's floor
+        (a host-bound GPU runs them while it waits for the next kernel)."""
+        return self.host_bound(self.forward_s + comm_s, self.kernels)
 
-    def backward(self) -> float:
-        return self.host_bound(self.backward_s, BACKWARD_KERNELS_PER_FORWARD * self.kernels)
+    def backward(self, comm_s: float = 0.0) -> float:
+        return self.host_bound(self.backward_s + comm_s, BACKWARD_KERNELS_PER_FORWARD * self.kernels)
 
     def core(self) -> float:
         return self.host_bound(self.core_forward_s, self.core_kernels)

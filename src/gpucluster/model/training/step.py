@@ -87,7 +87,8 @@ class _LayerTimes:
     forward: float   # forward compute of one layer, one micro batch
     backward: float  # backward compute
     core: float      # the attention core's forward (selective recompute re-runs it)
-    tp: float        # forward TP/SP collectives
+    tp: float        # forward TP/SP collectives, the part the host's floor does not already cover
+    tp_backward: float  # the same in the backward pass
     cp: float        # forward exposed CP exchange
     cp_backward: float  # backward exposed CP exchange (K/V again, and their gradients back)
     ep: float        # forward all-to-alls
@@ -96,6 +97,7 @@ class _LayerTimes:
 def _layer(spec: TransformerSpec, lay: Layout, fab: TrainingFabric, seq_len: int, dense: bool | None) -> _LayerTimes:
     """One layer's forward on one GPU; only the fields below matter, so the search shares it."""
     key = Layout(tp=lay.tp, cp=lay.cp, ep=lay.ep, etp=lay.etp, micro_batch=lay.micro_batch,
+                 overlap_tp_comm=lay.overlap_tp_comm,
                  sequence_parallel=lay.sequence_parallel, precision=lay.precision,
                  flash_attention=lay.flash_attention, moe_dispatcher=lay.moe_dispatcher,
                  moe_fp8_dispatch=lay.moe_fp8_dispatch, moe_imbalance=lay.moe_imbalance)
@@ -127,7 +129,11 @@ def _layer_cached(spec: TransformerSpec, lay: Layout, fab: TrainingFabric, seq_l
     ep = 0.0
     if spec.is_moe and dense is not True and lay.ep > 1:
         ep = dispatch_combine_s(spec, lay, fab, tokens)
-    return _LayerTimes(k.forward(), k.backward(), k.core(), tp, cp, cp_b, ep)
+    # TP collectives run in line with the layer's kernels: where the host sets the pace they fill
+    # the GPU's idle time, so only what they add to the pass is exposed.
+    tp_f = k.forward(tp) - k.forward() if lay.overlap_tp_comm is False else tp
+    tp_b = k.backward(tp) - k.backward() if lay.overlap_tp_comm is False else tp
+    return _LayerTimes(k.forward(), k.backward(), k.core(), tp_f, tp_b, cp, cp_b, ep)
 
 
 def estimate(spec: TransformerSpec, lay: Layout, fab: TrainingFabric, *, seq_len: int | None = None) -> Estimate:
@@ -143,12 +149,12 @@ def estimate(spec: TransformerSpec, lay: Layout, fab: TrainingFabric, *, seq_len
         return sum(getattr(per_layer[d], attr) * frac[d] for d in per_layer)
 
     compute_f, bwd, core, tp_f, cp_f, ep_f = (avg(a) for a in ("forward", "backward", "core", "tp", "cp", "ep"))
-    cp_b = avg("cp_backward")
+    cp_b, tp_b = avg("cp_backward"), avg("tp_backward")
     # The backward runs the same collectives again (their transposes).
     extra = {"none": 0.0, "selective": core, "full": compute_f}[lay.recompute]
     layer_compute = compute_f + bwd + extra
     passes = 3 if lay.recompute == "full" else 2  # full recompute re-runs the forward's collectives
-    layer_tp, layer_cp, layer_ep = passes * tp_f, (passes - 1) * cp_f + cp_b, passes * ep_f
+    layer_tp, layer_cp, layer_ep = (passes - 1) * tp_f + tp_b, (passes - 1) * cp_f + cp_b, passes * ep_f
     if lay.overlap_tp_comm:
         # Transformer Engine's userbuffers split each TP GEMM and run its all-gather or
         # reduce-scatter chunk by chunk beside it: only what outlasts the GEMMs is exposed.
