@@ -17,11 +17,12 @@ $(STAMP): $(BIN)/python pyproject.toml
 
 install: $(STAMP)
 
-# torch (CPU build, on disk here), Ray and the system packages the integration tests start
+# torch (CPU build, on disk here), Ray, megatron-core and DeepSpeed (whose own config checks test
+# the generated jobs) and the system packages the integration tests start
 # (Slurm, MariaDB, iproute2; see .ci/engines.sh). Without them those tests skip with the reason.
 $(ENGINES): $(STAMP) .ci/engines.sh
 	bash .ci/engines.sh
-	$(BIN)/pip install -q -e '.[test,torch,ray]'
+	$(BIN)/pip install -q -e '.[test,torch,ray,frameworks]'
 	touch $(ENGINES)
 
 engines: $(ENGINES)

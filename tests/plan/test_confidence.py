@@ -49,3 +49,10 @@ def test_stack_options_are_inputs_and_bad_values_are_one_line():
                           "--attention")
     assert_one_line_error(run("plan", "train", "--gpu", "A100:8", "--model", "llama2-7b",
                               "--layout", "moe_overlap=magic"), "moe_overlap")
+
+
+def test_plan_train_prices_gpu_hours_as_the_cluster_file_says():
+    out = json.loads(run("plan", "train", "--cluster", "examples/h200-256-ndr400.yaml", "--model", "llama3-8b",
+                         "--tokens", "100B", "--json", check_rc=0).stdout)
+    assert out["price"]["usd_per_gpu_hour"] == 2.01 and "h200-256-ndr400.yaml" in out["price"]["source"]
+    assert out["cost_usd"] == 2.01 * out["gpu_hours"]

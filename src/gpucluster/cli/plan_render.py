@@ -111,7 +111,7 @@ def render_json(plan: TrainingPlan, meta: dict[str, Any]) -> None:
         "target": {"description": plan.target.description, "gpus": plan.target.gpus, "nodes": plan.target.nodes,
                    "fabric": plan.target.fabric.describe(), **plan.target.fabric.job_fields()},
         "tokens": plan.tokens, "tokens_source": meta["tokens_source"], "global_batch": plan.global_batch,
-        "seq_len": plan.seq_len, "best": est(plan.best), "ranked": [est(e) for e in plan.search.ranked],
+        "seq_len": plan.seq_len, "layers": plan.spec.layers, "best": est(plan.best), "ranked": [est(e) for e in plan.search.ranked],
         "steps": plan.steps, "time_to_train_s": plan.time_to_train_s, "gpu_hours": plan.gpu_hours,
         "cost_usd": None if rent is None else rent[0] * plan.gpu_hours,
         "price": None if rent is None else {"usd_per_gpu_hour": rent[0], "source": rent[1]},

@@ -16,6 +16,9 @@ class PlanTarget:
     gpus: int
     nodes: int
     description: str
+    # The cluster file's rental price (prices.usd_per_gpu_hour, the pool's over the cluster's)
+    # and where it comes from; None: the catalog's price for the GPU.
+    usd_per_gpu_hour: tuple[float, str] | None = None
 
 
 def from_cluster(path: str, pool_name: str | None = None, nodes: int | None = None) -> PlanTarget:
@@ -31,7 +34,10 @@ def from_cluster(path: str, pool_name: str | None = None, nodes: int | None = No
     fab = TrainingFabric(pool.gpu, pool.gpus_per_node, view.domain_size, view.scale_out_link,
                          view.nic_gbps_per_gpu_per_direction, view.oversubscription, view.nodes_per_leaf,
                          f"{pool.nics_per_node} x {pool.nic}")
-    return PlanTarget(fab, n * pool.gpus_per_node, n, f"{spec.name} (pool {pool.name}: {n} x {pool.gpus_per_node} {pool.gpu})")
+    price = spec.pool_prices(pool.name).usd_per_gpu_hour
+    rent = None if price is None else (price, f"{path}: prices.usd_per_gpu_hour")
+    return PlanTarget(fab, n * pool.gpus_per_node, n, f"{spec.name} (pool {pool.name}: {n} x {pool.gpus_per_node} {pool.gpu})",
+                      rent)
 
 
 def from_flags(accelerator: str, nodes: int, nic: str, nics_per_node: int | None) -> PlanTarget:
@@ -57,7 +63,7 @@ def with_network(target: PlanTarget, nic: str, nics_per_node: int) -> PlanTarget
     fab = TrainingFabric(f.gpu_name, f.gpus_per_node, f.domain, entry.link,
                          nic_gbps_per_gpu(entry.line_rate_gbit.value, nics_per_node, f.gpus_per_node),
                          1.0, f.nodes_per_leaf, f"{nics_per_node} x {entry.name}")
-    return PlanTarget(fab, target.gpus, target.nodes, target.description)
+    return PlanTarget(fab, target.gpus, target.nodes, target.description, target.usd_per_gpu_hour)
 
 
 def from_options(cluster: str | None, pool: str | None, gpu: str | None, nodes: int | None, nic: str,

@@ -66,6 +66,9 @@ class TrainingPlan:
         return self.tokens / self.best.tokens_per_s_per_gpu
 
     def rental(self) -> tuple[float, str] | None:
+        """Price per GPU-hour and its source: the cluster file's, else the catalog's (as `cost` does)."""
+        if self.target.usd_per_gpu_hour is not None:
+            return self.target.usd_per_gpu_hour
         gpu = self.target.fabric.gpu
         price = gpu.prices.rental_usd_per_gpu_hour
         if price is None:
