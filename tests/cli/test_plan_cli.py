@@ -65,3 +65,12 @@ def test_bad_model_tokens_and_precision():
                           "--seq-len")
     assert_one_line_error(run("plan", "train", "--gpu", "H100:8", "--model", "llama2-7b", "--global-batch", "0"),
                           "--global-batch")
+
+
+def test_presets_default_to_their_published_batch():
+    ds = json.loads(run("plan", "train", "--gpu", "H100:8", "--nodes", "256", "--model", "deepseek-v3",
+                        "--tokens", "1T", "--precision", "fp8", "--top", "1", "--json", check_rc=0).stdout)
+    assert ds["global_batch"] == 15360 and ds["seq_len"] == 4096
+    llama = json.loads(run("plan", "train", "--gpu", "H100:8", "--nodes", "2", "--model", "llama3-8b",
+                           "--tokens", "1T", "--top", "1", "--json", check_rc=0).stdout)
+    assert llama["global_batch"] == 512   # no published batch: ~4M tokens of 8192

@@ -77,7 +77,8 @@ def train(
         budget = parse_count(tokens) if tokens else int(CHINCHILLA_TOKENS_PER_PARAM * counts.active)
     except ValueError as exc:
         raise UserError(str(exc), field="--tokens") from None
-    gbs = global_batch if global_batch is not None else max(1, round(DEFAULT_BATCH_TOKENS / s))
+    batch_tokens, batch_source = default_batch_tokens(model)
+    gbs = global_batch if global_batch is not None else max(1, round(batch_tokens / s))
     if gbs < 1:
         raise UserError(f"must be >= 1, got {gbs}", field="--global-batch")
     fixed = parse_layout(layout) if layout else {}
@@ -98,8 +99,7 @@ def train(
                            tp_across_domains=tp_across_domains)
     meta: dict[str, Any] = {"tokens_source": "given" if tokens else
                             f"Chinchilla: {CHINCHILLA_TOKENS_PER_PARAM} tokens per active parameter",
-                            "global_batch_source": "given" if global_batch else
-                            f"~{DEFAULT_BATCH_TOKENS / 2**20:.0f}M tokens per step (Llama 2/3)",
+                            "global_batch_source": "given" if global_batch else batch_source,
                             "params": n_params}
     if json_out:
         render_json(result, meta)
@@ -108,6 +108,20 @@ def train(
     if html:
         from gpucluster.report.plan_report import write_train_report
         write_train_report(result, meta, html, fixed=fixed, tp_across_domains=tp_across_domains)
+
+
+def default_batch_tokens(model: str) -> tuple[float, str]:
+    """The batch the model's publisher trained with (the preset's published_batch_tokens), else
+    ~4M tokens (Llama 2's), and where the figure comes from."""
+    from gpucluster.specs.workload import model_presets
+
+    presets = model_presets()
+    if model in presets:
+        preset = presets.get(model)
+        if preset.published_batch_tokens is not None:
+            v = preset.published_batch_tokens.value
+            return v, f"{v / 1e6:.1f}M tokens per step, as published ({preset.sources[preset.published_batch_tokens.source].title})"
+    return DEFAULT_BATCH_TOKENS, f"~{DEFAULT_BATCH_TOKENS / 2**20:.0f}M tokens per step (Llama 2's; the model has no published batch)"
 
 
 def parse_layout(text: str) -> dict[str, Any]:

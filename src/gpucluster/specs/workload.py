@@ -217,6 +217,7 @@ class ModelPreset(Entry):
     model: TransformerSpec
     published_total_params: Sourced | None = None
     published_active_params: Sourced | None = None
+    published_batch_tokens: Sourced | None = Field(None, description="tokens per optimizer step the publisher trained with")
     notes: str | None = None
 
     _check_source = field_validator("source")(_known_source)
