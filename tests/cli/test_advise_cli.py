@@ -26,3 +26,11 @@ def test_advise_bad_input():
     assert_one_line_error(run("advise", "--model", "llama2-7b", "--gpu", "H900"), "H900")
     assert_one_line_error(run("advise", "--model", "llama2-7b", "--cpu", "EPYC-9654:x"), "--cpu")
     assert_one_line_error(run("advise", "--model", "llama2-7b", "--months", "0"), "--months")
+
+
+def test_without_a_deadline_the_answer_states_the_assumed_one_and_the_token_budget():
+    out = run("advise", "--model", "llama3-70b", "--tokens", "2T", check_rc=0).stdout
+    assert "deadline: 90.0 days (assumed" in out and "tokens: 2,000B (given)" in out
+    doc = json.loads(run("advise", "--model", "llama3-70b", "--json", check_rc=0).stdout)
+    assert doc["deadline_source"].startswith("assumed") and "Chinchilla" in doc["tokens_source"]
+    assert doc["answer"] != "1 node (8 GPUs)"

@@ -8,11 +8,19 @@ import typer
 
 from gpucluster.cli.render import console, num, print_json, safe
 
+# Without --deadline the answer would be "the smallest thing that fits", however many years it
+# takes. No large pre-training run published by the labs took much over three months (Llama 3
+# 405B: 54 days on 16,384 H100, Dubey et al. 2024), so the ladder stops at the first rung that
+# trains in 90 days, and says that this deadline was assumed.
+DEFAULT_DEADLINE_S = 90 * 86400.0
+DEFAULT_DEADLINE_WHY = "assumed: give --deadline; about the longest published pre-training run (Llama 3 405B: 54 days)"
+
 
 def advise(
     model: Annotated[str, typer.Option(help="Model to train (preset or YAML)")],
     tokens: Annotated[Optional[str], typer.Option(help="Tokens to train on (default: 20 per parameter)")] = None,
-    deadline: Annotated[Optional[str], typer.Option(help="Wanted time to train, e.g. 24h, 30d")] = None,
+    deadline: Annotated[Optional[str], typer.Option(
+        help="Wanted time to train, e.g. 24h, 30d (default: 90 days, an assumption the answer states)")] = None,
     gpu: Annotated[str, typer.Option(help="GPU type")] = "H200",
     nic: Annotated[str, typer.Option(help="NIC, one per GPU")] = "NDR400",
     cpu: Annotated[str, typer.Option(help="CPU node to compare, TYPE:SOCKETS")] = "EPYC-9654:2",
@@ -25,7 +33,8 @@ def advise(
     from dataclasses import asdict
 
     from gpucluster.errors import UserError
-    from gpucluster.plan.decide import build_or_rent, ladder
+    from gpucluster.plan.decide import build_or_rent, default_tokens, ladder
+    from gpucluster.units import format_duration
     from gpucluster.specs.durations import parse_duration
     from gpucluster.specs.workload import load_model_spec
     from gpucluster.units import parse_count
@@ -36,16 +45,23 @@ def advise(
     except ValueError as exc:
         raise UserError(str(exc), field="--tokens") from None
     try:
-        deadline_s = parse_duration(deadline, "h") if deadline else None
+        deadline_s = parse_duration(deadline, "h") if deadline else DEFAULT_DEADLINE_S
     except ValueError as exc:
         raise UserError(str(exc), field="--deadline") from None
+    if not 0 < deadline_s < float("inf"):
+        raise UserError(f"must be a positive duration, got {deadline!r}", field="--deadline")
+    deadline_source = "given" if deadline else DEFAULT_DEADLINE_WHY
     cname, _, sockets = cpu.partition(":")
     if sockets and (not sockets.isdigit() or int(sockets) < 1):
         raise UserError(f"sockets must be a positive integer, got {sockets!r}", field="--cpu")
     if months is not None and months <= 0:
         raise UserError(f"must be > 0, got {months}", field="--months")
     rungs, answer = ladder(spec, gpu, nic, tok, deadline_s, (cname, int(sockets or 2)))
-    out: dict[str, Any] = {"schema": "gpucluster-advise/v1", "model": spec.name, "deadline_s": deadline_s,
+    budget = tok or default_tokens(spec)
+    tokens_source = "given" if tok else "Chinchilla: 20 tokens per active parameter (Hoffmann et al. 2022)"
+    out: dict[str, Any] = {"schema": "gpucluster-advise/v1", "model": spec.name, "tokens": budget,
+                           "tokens_source": tokens_source, "deadline_s": deadline_s,
+                           "deadline_source": deadline_source,
                            "rungs": [asdict(r) for r in rungs], "answer": answer.label if answer else None}
     bor = None
     if answer is not None:
@@ -57,6 +73,8 @@ def advise(
     if json_out:
         print_json(out)
         return
+    console.print(f"  tokens: {budget / 1e9:,.0f}B ({tokens_source}); deadline: {format_duration(deadline_s)} "
+                  f"({safe(deadline_source)})")
     _render(spec, rungs, answer, bor, deadline_s, serving)
 
 
@@ -107,9 +125,7 @@ def _render(spec, rungs, answer, bor, deadline_s, serving) -> None:
         return
     kind = ("one GPU" if answer.gpus == 1 else f"one node ({answer.gpus} GPUs)" if answer.nodes == 1 else
             f"a cluster ({answer.nodes} nodes, {answer.gpus} GPUs)")
-    console.print(f"[bold]Answer[/bold]: {kind}, the smallest option that "
-                  + ("fits the model and meets the deadline" if deadline_s else "fits the model (give --deadline to "
-                                                                                "trade GPUs for time)"))
+    console.print(f"[bold]Answer[/bold]: {kind}, the smallest option that fits the model and meets the deadline")
     b = bor
     console.print(f"[bold]Build or rent[/bold]: [bold]{safe(b.answer)}[/bold]. Renting this run costs "
                   f"${num(b.run_rent_usd, 0)} at ${b.rent_usd_per_gpu_hour:.2f}/GPU-hour; building costs "
