@@ -39,7 +39,34 @@ def test_table_and_files(tmp_path):
     assert res["rows"][-1]["size_bytes"] == 524288
     text = prom.read_text()
     assert 'gpucluster_collective_busbw_bytes_per_second{op="all_reduce",backend="gloo",ranks="2",nodes="1",' \
-           'size_bytes="524288"}' in text
+           'size_bytes="524288",placement="in-place"}' in text
+    assert 'placement="out-of-place"' not in text       # torch's all_reduce has no out-of-place form
+    assert oct(prom.stat().st_mode & 0o777) == "0o644"
+
+
+def _halves(line: str) -> tuple[list[str], list[str]]:
+    """(out-of-place, in-place) columns of a table row: time, algbw, busbw, #wrong each."""
+    cols = line.split()
+    return cols[5:9], cols[9:13]
+
+
+def test_in_place_columns_are_measured_not_copied():
+    """all_gather is measured both ways (in-place: the send buffer is this rank's slice of the
+    receive buffer), all_reduce only in place, all_to_all only out of place: a half that was not
+    measured prints `-`, never the other half's figures."""
+    res = json.loads(run("bench", "collective", "--local", "2", "--op", "all_gather", "-b", "64K", "-e", "64K",
+                         "--iters", "2", "--json", check_rc=0).stdout)
+    [row] = res["rows"]
+    assert row["placement"] == "out-of-place" and row["in_place"]["wrong"] == 0
+    assert row["in_place"]["time_us"] != row["time_us"]       # two measurements, not one printed twice
+    for op, oop_measured, ip_measured in (("all_gather", True, True), ("all_reduce", False, True),
+                                          ("all_to_all", True, False)):
+        out = run("bench", "collective", "--local", "2", "--op", op, "-b", "64K", "-e", "64K", "--iters", "2",
+                  check_rc=0).stdout
+        [line] = [ln for ln in out.splitlines() if not ln.startswith("#")]
+        oop, ip = _halves(line)
+        assert (oop != ["-"] * 4) == oop_measured and (ip != ["-"] * 4) == ip_measured, (op, line)
+        assert oop != ip, line
 
 
 def test_wrong_result_exits_1(monkeypatch):

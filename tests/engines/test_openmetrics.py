@@ -19,14 +19,28 @@ def test_render_text_and_openmetrics(tmp_path):
     p = tmp_path / "m.prom"
     write_textfile(str(p), [g])
     assert p.read_text() == render([g]) and not list(tmp_path.glob(".gpucluster-*"))
+    assert p.stat().st_mode & 0o777 == 0o644          # a collector running as another user reads it
+    write_textfile(str(p), [g], openmetrics=True)
+    assert p.read_text() == render([g], openmetrics=True) and p.read_text().endswith("# EOF\n")
+
+
+def test_failed_write_leaves_no_temporary_file(tmp_path):
+    (tmp_path / "m.prom").mkdir()          # os.replace onto a folder fails
+    g = Family("gpucluster_x_ratio", "gauge", "x").add(1)
+    with pytest.raises(OSError):
+        write_textfile(str(tmp_path / "m.prom"), [g])
+    assert not list(tmp_path.glob(".gpucluster-*"))
 
 
 def test_collective_families_base_units():
-    res = {"op": "all_reduce", "backend": "gloo", "world_size": 2, "nodes": 1,
-           "rows": [{"size_bytes": 1024, "busbw_gbps": 1.5, "algbw_gbps": 1.5, "time_us": 10.0, "wrong": 0}]}
+    res = {"op": "all_gather", "backend": "gloo", "world_size": 2, "nodes": 1,
+           "rows": [{"size_bytes": 1024, "busbw_gbps": 1.5, "algbw_gbps": 1.5, "time_us": 10.0, "wrong": 0,
+                     "placement": "out-of-place",
+                     "in_place": {"busbw_gbps": 2.0, "algbw_gbps": 2.0, "time_us": 8.0, "wrong": 0}}]}
     text = render(collective_families(res))
-    assert ('gpucluster_collective_busbw_bytes_per_second{op="all_reduce",backend="gloo",ranks="2",nodes="1",'
-            'size_bytes="1024"} 1500000000') in text
+    assert ('gpucluster_collective_busbw_bytes_per_second{op="all_gather",backend="gloo",ranks="2",nodes="1",'
+            'size_bytes="1024",placement="out-of-place"} 1500000000') in text
+    assert 'size_bytes="1024",placement="in-place"} 2000000000' in text
     assert "gpucluster_collective_time_seconds{" in text
 
 
@@ -49,6 +63,50 @@ def test_simulation_families_and_cli(tmp_path):
                                        'stat="mean"} 5' in text
     out = tmp_path / "sim.prom"
     run("metrics", str(p), "-o", str(out), check_rc=0)
-    assert out.read_text() == text
+    assert out.read_text() == text and out.stat().st_mode & 0o777 == 0o644
+    om = run("metrics", str(p), "--openmetrics", check_rc=0).stdout
+    assert om.endswith("# EOF\n") and "# UNIT gpucluster_sim_gpu_seconds seconds" in om
+    run("metrics", str(p), "-o", str(out), "--openmetrics", check_rc=0)
+    assert out.read_text() == om                     # the file gets what stdout gets: OpenMetrics
+    assert_one_line_error(run("metrics", str(p), "-o", str(tmp_path / "no" / "dir.prom")), "dir.prom")
     p.write_text('{"schema": "other"}')
     assert_one_line_error(run("metrics", str(p)), "no metrics")
+
+
+def test_malformed_results_are_one_line(tmp_path):
+    import json
+
+    from tests_cli_helpers import assert_one_line_error, run
+    p = tmp_path / "r.json"
+    for doc, needle in (({"schema": "gpucluster-bench-collective/v1", "op": "all_reduce", "world_size": 2,
+                          "rows": [{"size_bytes": "big"}]}, "rows[0]"),
+                        ({"schema": "gpucluster-bench-storage/v1", "path": "/x", "write_gbps": "fast",
+                          "read_gbps": 1}, "write_gbps"),
+                        ({"schema": "gpucluster-simulation/v1", "utilization": {"busy": "x"}}, "simulation")):
+        p.write_text(json.dumps(doc))
+        assert_one_line_error(run("metrics", str(p)), needle)
+
+
+def test_openmetrics_file_parses_with_the_reference_parser(tmp_path):
+    """`metrics -o FILE --openmetrics` is OpenMetrics by the Prometheus client's strict parser
+    (which refuses a missing `# EOF`, a counter family named with _total, a unit that is not
+    the name's suffix)."""
+    import json
+
+    parser = pytest.importorskip("prometheus_client.openmetrics.parser")
+    from tests_cli_helpers import run
+    res = {"schema": "gpucluster-bench-collective/v1", "op": "all_gather", "backend": "gloo", "world_size": 2,
+           "nodes": 1, "rows": [{"size_bytes": 1024, "count": 128, "busbw_gbps": 1.5, "algbw_gbps": 1.5,
+                                 "time_us": 10.0, "wrong": 0, "placement": "out-of-place",
+                                 "in_place": {"busbw_gbps": 2.0, "algbw_gbps": 2.0, "time_us": 8.0, "wrong": 0}}]}
+    p, out = tmp_path / "r.json", tmp_path / "r.om"
+    p.write_text(json.dumps(res))
+    run("metrics", str(p), "-o", str(out), "--openmetrics", check_rc=0)
+    fams = {f.name: f for f in parser.text_string_to_metric_families(out.read_text())}
+    busbw = fams["gpucluster_collective_busbw_bytes_per_second"]
+    assert busbw.unit == "bytes_per_second" and len(busbw.samples) == 2
+    with pytest.raises(ValueError):          # the Prometheus text format is not OpenMetrics
+        list(parser.text_string_to_metric_families(run("metrics", str(p), check_rc=0).stdout))
+    counter = Family("gpucluster_jobs_finished_total", "counter", "Jobs").add(3)
+    assert [f.name for f in parser.text_string_to_metric_families(render([counter], openmetrics=True))] == \
+        ["gpucluster_jobs_finished"]

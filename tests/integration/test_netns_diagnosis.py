@@ -1,6 +1,11 @@
-"""A collective across two network namespaces, one with its link capped by tbf: the benchmark
-measures the cap (within 15%) and `gpucluster diagnose` names the scale-out link as the
-bottleneck; on the uncapped network it does not."""
+"""A collective across two network namespaces, measured uncapped and with node A's link capped by
+tbf, both in the same test run, and `gpucluster diagnose` on each.
+
+Nothing here holds a bandwidth to a fixed figure that depends on how busy the machine is: the
+capped run is compared with the uncapped one measured minutes before it (with a generous margin),
+and diagnose compares each run with the loopback baseline that `bench collective` measures on the
+same host right after it. The one fixed bound is physics: through a 1 Gbit/s token bucket no run
+goes much faster than 0.125 GB/s, however idle the machine."""
 
 import json
 import os
@@ -18,10 +23,11 @@ _why = why_not()
 pytestmark = pytest.mark.skipif(_why is not None, reason=_why or "")
 SPEC = str(Path(__file__).parent / "data" / "netns-2node.yaml")
 CAP_GBIT = 1.0
+CAP_GBPS = CAP_GBIT / 8
+THRESHOLD = "0.5"        # generous: a loaded host swings between the run and its baseline
 
 
-def _bench(net, tmp_path, name: str) -> dict:
-    out = tmp_path / f"{name}.json"
+def _bench(net, out: Path) -> dict:
     port = "29731"
     procs = []
     for rank, (ns, ifname) in enumerate(((net.a, net.if_a), (net.b, net.if_b))):
@@ -33,7 +39,7 @@ def _bench(net, tmp_path, name: str) -> dict:
         procs.append(subprocess.Popen(net.cmd(ns, argv), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                       text=True))
     try:
-        outs = [p.communicate(timeout=180) for p in procs]
+        outs = [p.communicate(timeout=300) for p in procs]
     finally:
         for p in procs:
             if p.poll() is None:
@@ -43,31 +49,59 @@ def _bench(net, tmp_path, name: str) -> dict:
     return json.loads(out.read_text())
 
 
-def _diagnose(result_path) -> tuple[int, dict]:
-    proc = run("diagnose", "--cluster", SPEC, str(result_path), "--json")
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> dict[str, tuple[Path, dict]]:
+    """The uncapped and the capped run, one after the other."""
+    tmp = tmp_path_factory.mktemp("netns")
+    got = {}
+    for name, cap in (("free", None), ("capped", f"{CAP_GBIT:g}gbit")):
+        with two_nodes(cap=cap) as net:
+            got[name] = (tmp / f"{name}.json", _bench(net, tmp / f"{name}.json"))
+    for name, (_, r) in got.items():
+        base = r.get("baseline") or {}
+        print(f"{name}: busbw {r['rows'][-1]['busbw_gbps']:.4f} GB/s at 64 MiB; loopback baseline "
+              f"{[round(b['busbw_gbps'], 3) for b in base.get('rows', [])]}", file=sys.stderr)
+    return got
+
+
+def _diagnose(path: Path) -> tuple[int, dict]:
+    proc = run("diagnose", "--cluster", SPEC, str(path), "--threshold", THRESHOLD, "--json")
+    assert proc.returncode in (0, 1), proc.stderr
     return proc.returncode, json.loads(proc.stdout)
 
 
-def test_capped_link_is_measured_and_named(tmp_path):
-    with two_nodes(cap=f"{CAP_GBIT:g}gbit") as net:
-        result = _bench(net, tmp_path, "capped")
-    assert result["nodes"] == 2 and result["wrong_total"] == 0
-    busbw = result["rows"][-1]["busbw_gbps"]
-    cap_gbps = CAP_GBIT / 8
-    print(f"capped at {CAP_GBIT:g} Gbit/s ({cap_gbps:.3f} GB/s): busbw {busbw:.4f} GB/s", file=sys.stderr)
-    assert abs(busbw - cap_gbps) / cap_gbps < 0.15, busbw
-    code, report = _diagnose(tmp_path / "capped.json")
-    assert code == 1
+def test_both_runs_carry_a_same_run_baseline(runs):
+    for name, (_, r) in runs.items():
+        assert r["nodes"] == 2 and r["wrong_total"] == 0, name
+        base = r["baseline"]
+        assert base["kind"] == "loopback" and not base.get("error"), base
+        assert [b["size_bytes"] for b in base["rows"]] == [r["size_bytes"] for r in r["rows"]][-3:]
+
+
+def test_capped_link_is_measured_and_named(runs):
+    free = runs["free"][1]
+    path, capped = runs["capped"]
+    busbw = capped["rows"][-1]["busbw_gbps"]
+    assert busbw < CAP_GBPS * 1.15, busbw            # a token bucket is not exceeded, loaded machine or not
+    # the uncapped side of the same run: the fastest the host moved these bytes without the cap
+    uncapped = max([free["rows"][-1]["busbw_gbps"], *(b["busbw_gbps"] for b in free["baseline"]["rows"])])
+    host = min(b["busbw_gbps"] for b in capped["baseline"]["rows"])
+    if min(uncapped, host) < 2.5 * CAP_GBPS:
+        pytest.skip(f"the machine is too busy to tell a {CAP_GBIT:g} Gbit/s cap from its CPU: uncapped "
+                    f"{uncapped:.3f} GB/s, loopback {host:.3f} GB/s, cap {CAP_GBPS:.3f} GB/s")
+    assert busbw < 0.75 * uncapped, (busbw, uncapped)   # the cap shows against the same run's uncapped figures
+    code, report = _diagnose(path)
+    assert code == 1, report
     neck = report["bottleneck"]
     assert neck["tier"] == "scale-out" and "Ethernet-10G" in neck["link"]
     assert "node0" in neck["link"] and "node1" in neck["link"]
     assert "across nodes" in neck["text"] and "scale-out network" in neck["text"]
+    assert "over loopback in the same run" in neck["text"] and neck["baseline_busbw_gbps"]
 
 
-def test_uncapped_run_has_no_bottleneck(tmp_path):
-    with two_nodes() as net:
-        result = _bench(net, tmp_path, "free")
-    print(f"uncapped: busbw {result['rows'][-1]['busbw_gbps']:.3f} GB/s", file=sys.stderr)
-    code, report = _diagnose(tmp_path / "free.json")
+def test_uncapped_run_has_no_bottleneck(runs):
+    code, report = _diagnose(runs["free"][0])
     assert code == 0, report
     assert report["bottleneck"] is None
+    [tier] = report["tiers"]
+    assert tier["baseline_busbw_gbps"] and "loopback" in tier["compared"]

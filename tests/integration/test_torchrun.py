@@ -47,3 +47,7 @@ def test_torchrun_two_by_two(tmp_path):
     assert res["launcher"] == "torchrun" and res["wrong_total"] == 0
     assert [r["size_bytes"] for r in res["rows"]] == [64 << 10, 512 << 10, 4 << 20]
     assert sorted(res["node_ranks"]) == ["node0", "node1"]
+    # the same-run host baseline diagnose compares against: run from inside torchrun, it must not
+    # join the torchrun agent's store (it did, and waited out its timeout)
+    base = res["baseline"]
+    assert base["kind"] == "loopback" and not base.get("error") and len(base["rows"]) == 1

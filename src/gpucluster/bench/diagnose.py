@@ -4,13 +4,21 @@ bottleneck named with numbers when a tier delivers less than it should.
 
 The comparison uses the bandwidth regime (the largest sizes, >= 1 MiB, at most the top three),
 where a collective's time is bytes over the slowest link; below it latency dominates and a
-shortfall says little about the wires."""
+shortfall says little about the wires.
+
+Gloo runs on the CPU. Inside one node it measures host memory copies, not the GPUs' links, so
+such a run is not judged. Across nodes a busy or slow host can cap it below the network: the
+result then carries a same-run baseline (the same collective between two ranks on one host over
+loopback, measured right after the run, `bench/worker.py`), and the expectation becomes the
+lower of the spec and that baseline. The network is named only when the measurement falls below
+the threshold of that adjusted expectation; a run that the host caps is reported as host-bound."""
 
 from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass, field
 
+from gpucluster.bench.result import CollectiveResult, read_collective
 from gpucluster.errors import UserError
 
 THRESHOLD = 0.7          # below 70% of what the spec gives: the tier is the bottleneck
@@ -34,10 +42,12 @@ class TierFinding:
     nodes: int
     sizes: list[int]
     measured_gbps: list[float]
-    expected_gbps: list[float]
-    ratio: float              # median measured / expected in the bandwidth regime
+    expected_gbps: list[float]     # what the spec gives
+    ratio: float              # median measured / spec in the bandwidth regime
     bottleneck: bool
     notes: list[str] = field(default_factory=list)
+    baseline_gbps: list[float] | None = None   # same-run host baseline at the same sizes (gloo across nodes)
+    judged: bool = True       # False: the run cannot say anything about this tier (gloo inside a node)
 
     @property
     def measured(self) -> float:
@@ -48,21 +58,66 @@ class TierFinding:
     def expected(self) -> float:
         return self.expected_gbps[-1]
 
+    @property
+    def compared_gbps(self) -> list[float]:
+        """What the measurement is held against: the spec, or the baseline where that is lower."""
+        if not self.baseline_gbps:
+            return self.expected_gbps
+        return [min(e, b) for e, b in zip(self.expected_gbps, self.baseline_gbps)]
+
+    @property
+    def judged_ratio(self) -> float:
+        """Median measured / compared: the figure the verdict rests on."""
+        return _median_ratio(self.measured_gbps, self.compared_gbps)
+
+    @property
+    def host_bound(self) -> bool:
+        """The same-run baseline is below the spec: the host, not the network, sets the ceiling."""
+        return bool(self.baseline_gbps) and _median_ratio(self.baseline_gbps or [], self.expected_gbps) < 1.0
+
+    def compared_text(self) -> str:
+        base = (f"the spec ({_g(self.expected)} GB/s at {self.sizes[-1]} B)" if not self.baseline_gbps else
+                f"the lower of the spec ({_g(self.expected)} GB/s) and this host's same-run loopback baseline "
+                f"({_g(self.baseline_gbps[-1])} GB/s) at {self.sizes[-1]} B")
+        return f"median of measured / {base} over {len(self.sizes)} size(s)"
+
     def sentence(self) -> str:
-        head = (f"{self.where} busbw {_g(self.measured)} GB/s where the spec gives {_g(self.expected)}: "
-                f"the {'scale-out network' if self.tier == 'scale-out' else 'scale-up link'} ({self.link}) "
-                f"delivers {self.ratio:.0%}")
-        return head + (f"; {HINTS[self.tier]}" if self.bottleneck else "")
+        net = 'scale-out network' if self.tier == 'scale-out' else 'scale-up link'
+        if not self.judged:
+            return (f"{self.where} busbw {_g(self.measured)} GB/s where the spec gives {_g(self.expected)}: not "
+                    f"judged, the run does not cross the {net} ({self.link})")
+        if not self.baseline_gbps:
+            head = (f"{self.where} busbw {_g(self.measured)} GB/s where the spec gives {_g(self.expected)}: "
+                    f"the {net} ({self.link}) delivers {self.ratio:.0%}")
+            return head + (f"; {HINTS[self.tier]}" if self.bottleneck else "")
+        base = self.baseline_gbps[-1]
+        head = (f"{self.where} busbw {_g(self.measured)} GB/s where the spec gives {_g(self.expected)} and this host "
+                f"reaches {_g(base)} over loopback in the same run")
+        if self.bottleneck:
+            return (f"{head}: the {net} ({self.link}) delivers {self.judged_ratio:.0%} of the lower of the two; "
+                    f"{HINTS[self.tier]}")
+        if self.host_bound:
+            return (f"{head}: host-bound (the CPU caps gloo below the spec); the {net} ({self.link}) delivers "
+                    f"{self.judged_ratio:.0%} of what the host allows, not a network bottleneck")
+        return f"{head}: the {net} ({self.link}) delivers {self.judged_ratio:.0%} of the spec"
 
     def to_json(self) -> dict:
         return {"tier": self.tier, "where": self.where, "link": self.link, "source": self.source, "op": self.op,
                 "ranks": self.ranks, "nodes": self.nodes, "sizes": self.sizes,
                 "measured_busbw_gbps": self.measured_gbps, "expected_busbw_gbps": self.expected_gbps,
-                "ratio": self.ratio, "bottleneck": self.bottleneck, "text": self.sentence(), "notes": self.notes}
+                "baseline_busbw_gbps": self.baseline_gbps, "compared_busbw_gbps": self.compared_gbps,
+                "compared": self.compared_text(), "ratio": self.ratio, "judged_ratio": self.judged_ratio,
+                "judged": self.judged, "host_bound": self.host_bound, "bottleneck": self.bottleneck,
+                "text": self.sentence(), "notes": self.notes}
 
 
 def _g(x: float) -> str:
     return f"{x:.3g}"
+
+
+def _median_ratio(num: list[float], den: list[float]) -> float:
+    pairs = [n / d for n, d in zip(num, den) if d > 0]
+    return statistics.median(pairs) if pairs else 0.0
 
 
 def _group(spec, pool, ranks: int, per_node: int):
@@ -79,42 +134,63 @@ def _group(spec, pool, ranks: int, per_node: int):
                        oversubscription=view.oversubscription, nodes_per_leaf=view.nodes_per_leaf)
 
 
+def _baseline_at(res: CollectiveResult, sizes: list[int]) -> list[float] | None:
+    """The baseline's busbw at each size (the nearest size it measured); None without one."""
+    b = res.baseline
+    if b is None or not b.rows:
+        return None
+    return [min(b.rows, key=lambda r: abs(r.size_bytes - s)).busbw_gbps for s in sizes]
+
+
 def diagnose_result(spec, result: dict, source: str, pool_name: str | None = None,
                     threshold: float = THRESHOLD) -> TierFinding:
     from gpucluster.model.collectives import predict
 
-    if result.get("schema") != "gpucluster-bench-collective/v1":
-        raise UserError("not a `gpucluster bench collective --json` result", file=source)
+    res = read_collective(result, source)
     pool = spec.pool(pool_name) if pool_name else spec.node_pools[0]
-    ranks, nodes = int(result["world_size"]), int(result["nodes"])
+    ranks, nodes = res.world_size, res.nodes
     if ranks < 2:
         raise UserError("a one-rank run crosses no link: nothing to diagnose", file=source)
     per_node = ranks // nodes
     if nodes > pool.count:
         raise UserError(f"the run used {nodes} nodes; pool {pool.name!r} has {pool.count}", file=source)
     group = _group(spec, pool, ranks, per_node)
-    rows = [r for r in result["rows"] if r["size_bytes"] > 0]
-    big = [r for r in rows if r["size_bytes"] >= MIN_BW_SIZE][-3:] or rows[-1:]
-    sizes = [r["size_bytes"] for r in big]
-    pred = predict(result["op"], [float(s) for s in sizes], group)
+    rows = [r for r in res.rows if r.size_bytes > 0]
+    if not rows:
+        raise UserError("no row with a size above 0 B", file=source, field="rows")
+    big = [r for r in rows if r.size_bytes >= MIN_BW_SIZE][-3:] or rows[-1:]
+    sizes = [r.size_bytes for r in big]
+    pred = predict(res.op, [float(s) for s in sizes], group)
     expected = [float(x) for x in pred.busbw_gbps]
-    measured = [float(r["busbw_gbps"]) for r in big]
-    ratio = statistics.median(m / e for m, e in zip(measured, expected) if e > 0) if any(expected) else 0.0
+    measured = [float(r.busbw_gbps) for r in big]
+    ratio = _median_ratio(measured, expected)
     if nodes > 1:
         tier, where = "scale-out", "across nodes"
         link = f"{pool.nics_per_node} x {pool.nic} per node, {group.scale_out.link.name}"
-        names = sorted(result.get("node_ranks", {}))
+        names = sorted(res.node_ranks)
         if names:
             link += f", between {', '.join(names)}"
     else:
         tier, where, link = "scale-up", "inside a node", f"{group.scale_up.link.name}"
-    notes = []
-    if result.get("backend") == "gloo" and tier == "scale-up":
-        notes.append("gloo runs on the CPU: inside a node it measures host memory copies, not the GPUs' links")
-    if result.get("wrong_total"):
-        notes.append(f"{result['wrong_total']} wrong values: results are not trustworthy")
-    return TierFinding(tier, where, link, source, result["op"], ranks, nodes, sizes, measured, expected,
-                       ratio, ratio < threshold, notes)
+    gloo = res.backend == "gloo"
+    notes: list[str] = []
+    baseline = _baseline_at(res, sizes) if gloo and tier == "scale-out" else None
+    finding = TierFinding(tier, where, link, source, res.op, ranks, nodes, sizes, measured, expected, ratio, False,
+                          notes, baseline, judged=not (gloo and tier == "scale-up"))
+    if not finding.judged:
+        notes.append("gloo runs on the CPU: inside a node it measures host memory copies, not the GPUs' links; "
+                     "not judged against the scale-up tier")
+    elif gloo and tier == "scale-out":
+        if baseline:
+            notes.append(f"compared: {finding.compared_text()}; baseline: {res.baseline.what}")
+        else:
+            why = f" ({res.baseline.error})" if res.baseline and res.baseline.error else ""
+            notes.append("no same-run host baseline in this result" + why + ": gloo on a busy host can look like a "
+                         "slow network; re-run `gpucluster bench collective` (it measures one across nodes)")
+    if res.wrong_total:
+        notes.append(f"{res.wrong_total} wrong values: results are not trustworthy")
+    finding.bottleneck = finding.judged and finding.judged_ratio < threshold
+    return finding
 
 
 def diagnose(spec_path: str, results: list[tuple[str, dict]], pool: str | None = None,

@@ -16,6 +16,10 @@ from gpucluster.bench.collective import BenchConfig
 from gpucluster.errors import UserError
 
 
+_TORCHRUN_PREFIXES = ("TORCHELASTIC_", "TORCH_ELASTIC_")
+_TORCHRUN_VARS = {"GROUP_RANK", "GROUP_WORLD_SIZE", "ROLE_RANK", "ROLE_NAME", "ROLE_WORLD_SIZE", "LOCAL_WORLD_SIZE"}
+
+
 def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket() as s:
         s.bind((host, 0))
@@ -31,8 +35,12 @@ def launch_local(cfg: BenchConfig, nprocs: int, *, timeout_s: float = 600, node:
         conf.write_text(json.dumps(cfg.to_json()))
         port = free_port()
         procs = []
+        # a group of its own: nothing of an enclosing torchrun (its agent store, group ranks) leaks in,
+        # or the ranks would wait on the agent's store instead of starting theirs
+        inherited = {k: v for k, v in os.environ.items() if not k.startswith(_TORCHRUN_PREFIXES)
+                     and k not in _TORCHRUN_VARS}
         for r in range(nprocs):
-            env = {**os.environ, **(extra_env or {}), "RANK": str(r), "WORLD_SIZE": str(nprocs),
+            env = {**inherited, **(extra_env or {}), "RANK": str(r), "WORLD_SIZE": str(nprocs),
                    "LOCAL_RANK": str(r), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
                    "GPUCLUSTER_NODE": node, "GPUCLUSTER_LAUNCHER": "local",
                    "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}

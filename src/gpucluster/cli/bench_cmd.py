@@ -25,6 +25,8 @@ def collective(
     iters: Annotated[int, typer.Option(help="Timed iterations per size (nccl-tests -n)")] = 20,
     warmup: Annotated[int, typer.Option(help="Untimed iterations first (nccl-tests -w)")] = 5,
     check: Annotated[bool, typer.Option(help="Check every result (#wrong)")] = True,
+    baseline: Annotated[bool, typer.Option(help="gloo across nodes: also measure this host over loopback in the "
+                                                "same run (diagnose compares against it)")] = True,
     local: Annotated[Optional[int], typer.Option(help="Start N ranks on this machine (else: torchrun/srun env)")] = None,
     timeout: Annotated[float, typer.Option(help="Give up after this many seconds")] = 600,
     json_out: Json = False, out: Out = None, metrics: Metrics = None,
@@ -57,7 +59,7 @@ def collective(
     import os
     corrupt = os.environ.get("GPUCLUSTER_BENCH_CORRUPT_RANK")  # test hook: a rank reports a wrong value
     cfg = BenchConfig(op, tuple(sizes), datatype, iters, warmup, backend, check,
-                      int(corrupt) if corrupt not in (None, "") else None)
+                      int(corrupt) if corrupt not in (None, "") else None, measure_baseline=baseline)
     result = _run(cfg, local, timeout)
     if result is None:
         return  # a rank other than 0: rank 0 reports
@@ -73,10 +75,20 @@ def collective(
         from gpucluster.cli.nccl_table import print_nccl_table
         print_nccl_table([f"gpucluster bench collective: measured {op}_perf ({backend}, {result['launcher']})",
                           f"{result['world_size']} ranks on {result['nodes']} node(s); torch {result['torch']}; "
-                          f"{iters} iterations after {warmup} warmup"], result["rows"], result["avg_busbw_gbps"])
+                          f"{iters} iterations after {warmup} warmup"], result["rows"], result["avg_busbw_gbps"],
+                         _baseline_footer(result.get("baseline")))
     if result["wrong_total"]:
         typer.echo(f"error: {result['wrong_total']} wrong values", err=True)
         raise typer.Exit(1)
+
+
+def _baseline_footer(baseline: dict | None) -> list[str]:
+    if not baseline:
+        return []
+    if baseline.get("error"):
+        return [f"same-run loopback baseline failed: {baseline['error']}"]
+    figs = ", ".join(f"{r['busbw_gbps']:.3g} at {r['size_bytes']}" for r in baseline["rows"])
+    return [f"same-run baseline (busbw GB/s at B): {figs}; {baseline['what']}"]
 
 
 def _run(cfg, local: int | None, timeout: float):

@@ -40,13 +40,15 @@ def diagnose(
     else:
         escape = safe          # sentences quote the result files and the spec: markup and control bytes
         for f in findings:
-            style = "bold red" if f.bottleneck else "green"
-            label = "BOTTLENECK" if f.bottleneck else "ok"
+            style = "bold red" if f.bottleneck else "green" if f.judged else "yellow"
+            label = "BOTTLENECK" if f.bottleneck else "ok" if f.judged else "not judged"
             console.print(f"[{style}]{label:10}[/] {escape(f.sentence())}")
             console.print(f"           [dim]{escape(f.source)}: {escape(f.op)}, {f.ranks} ranks on {f.nodes} node(s); sizes "
                           f"{escape(', '.join(str(s) for s in f.sizes))} B; measured "
                           f"{', '.join(f'{m:.3g}' for m in f.measured_gbps)} GB/s, expected "
-                          f"{', '.join(f'{e:.3g}' for e in f.expected_gbps)}[/dim]")
+                          f"{', '.join(f'{e:.3g}' for e in f.expected_gbps)}"
+                          + (f", same-run host baseline {', '.join(f'{b:.3g}' for b in f.baseline_gbps)}"
+                             if f.baseline_gbps else "") + "[/dim]")
             for n in f.notes:
                 console.print(f"           [yellow]{escape(n)}[/]")
         if not bad:

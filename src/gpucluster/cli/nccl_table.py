@@ -1,7 +1,29 @@
 """The layout of nccl-tests' *_perf output, shared by `comm` (expected) and `bench collective`
-(measured), so that either can be diffed with a real nccl-tests run."""
+(measured), so that either can be diffed with a real nccl-tests run.
+
+A measured row fills the half it was measured as (`placement`) and the in-place half from its
+`in_place` measurement; a half that was not measured prints `-`, never the other half's
+figures. A model row (no `placement`) is the same prediction for both halves."""
 
 from __future__ import annotations
+
+DASH = f"{'-':>8} {'-':>7} {'-':>7} {'-':>6}"
+
+
+def _half(fig: dict | None) -> str:
+    if not fig:
+        return DASH
+    return f"{_t(fig['time_us']):>8} {fig['algbw_gbps']:7.2f} {fig['busbw_gbps']:7.2f} {int(fig['wrong']):6d}"
+
+
+def halves(r: dict) -> tuple[dict | None, dict | None]:
+    """(out-of-place, in-place) figures of a row; None where not measured."""
+    placement = r.get("placement")
+    if placement is None:                       # the model: one prediction for both
+        return r, r
+    if placement == "in-place":
+        return None, r
+    return r, r.get("in_place")
 
 
 def print_nccl_table(header: list[str], rows: list[dict], avg: float, footer: list[str] = ()) -> None:
@@ -13,10 +35,12 @@ def print_nccl_table(header: list[str], rows: list[dict], avg: float, footer: li
     out("#                                                              out-of-place                       in-place")
     out("#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong")
     out("#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)")
+    bad = 0
     for r in rows:
-        half = f"{_t(r['time_us']):>8} {r['algbw_gbps']:7.2f} {r['busbw_gbps']:7.2f} {r['wrong']:6d}"
-        out(f"{r['size_bytes']:>12} {r['count']:>13} {r['type']:>9} {r['redop']:>7} {r['root']:>7} {half} {half}")
-    bad = sum(1 for r in rows if r["wrong"])
+        oop, inp = halves(r)
+        bad += bool((oop or {}).get("wrong") or (inp or {}).get("wrong"))
+        out(f"{r['size_bytes']:>12} {r['count']:>13} {r['type']:>9} {r['redop']:>7} {r['root']:>7} "
+            f"{_half(oop)} {_half(inp)}")
     out(f"# Out of bounds values : {bad} {'OK' if not bad else 'FAILED'}")
     out(f"# Avg bus bandwidth    : {avg:.4g} ")
     out("#")

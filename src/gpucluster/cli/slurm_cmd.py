@@ -3,6 +3,10 @@ job history (sacct) as a trace the simulator replays."""
 
 from __future__ import annotations
 
+import os
+import re
+import shlex
+from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
@@ -12,6 +16,9 @@ from gpucluster.cli.render import console, print_json
 slurm_app = typer.Typer(help="Submit to Slurm, follow jobs, import sacct history.", no_args_is_help=True)
 Timeout = Annotated[float, typer.Option(help="Seconds to wait for each Slurm command")]
 Json = Annotated[bool, typer.Option("--json", help="Print JSON")]
+MAX_OUTPUT_READ = 64 << 20      # a job's output is searched for a bench result up to this many bytes
+_OUT_OPT = re.compile(r"^(?:--output(?:=(.*))?|-o(.*))$")
+_ERR_OPT = re.compile(r"^(?:--error(?:=(.*))?|-e(.*))$")
 
 
 def _client(timeout: float):
@@ -19,34 +26,90 @@ def _client(timeout: float):
     return SlurmClient(timeout=timeout)
 
 
-def _follow_and_report(client, job_id: int, follow: bool, wait: float | None, poll: float, json_out: bool) -> None:
+def _directive_words(text: str) -> list[str]:
+    """The words of the #SBATCH lines sbatch reads: those before the first command line."""
+    words: list[str] = []
+    for line in text.splitlines()[1:] if text.startswith("#!") else text.splitlines():
+        s = line.strip()
+        if not s:
+            continue
+        if not s.startswith("#"):
+            break
+        if s.startswith("#SBATCH"):
+            try:
+                words += shlex.split(s[len("#SBATCH"):], comments=True)
+            except ValueError:
+                continue
+    return words
+
+
+def _option_value(words: list[str], pattern: re.Pattern) -> str | None:
+    """The last value of an option given as --opt=V, --opt V, -oV or -o V."""
+    found = None
+    for i, w in enumerate(words):
+        m = pattern.match(w)
+        if m:
+            v = next((g for g in m.groups() if g), None)
+            found = v if v is not None else (words[i + 1] if i + 1 < len(words) else None)
+    return found
+
+
+def output_args(script_text: str, sbatch_args: list[str], cwd: Path) -> tuple[list[str], str]:
+    """sbatch arguments that make the output path explicit, and that path (%j allowed).
+
+    Slurm 22.05 leaves `standard_output` empty in `squeue --json` unless --output is set, and
+    forgets the job (and its StdOut) after MinJobAge; so unless the script or the user names one,
+    the job gets Slurm's own default, `slurm-%j.out` in the submit directory, spelled out. stderr
+    goes to the same file (Slurm's default too) unless the script says otherwise."""
+    words = _directive_words(script_text) + list(sbatch_args)
+    out, err = _option_value(words, _OUT_OPT), _option_value(words, _ERR_OPT)
+    args = []
+    if out is None:
+        out = str(cwd / "slurm-%j.out")
+        args.append(f"--output={out}")
+        if err is None:
+            args.append(f"--error={out}")
+    chdir = _option_value(words, re.compile(r"^(?:--chdir(?:=(.*))?|-D(.*))$"))
+    base = (cwd / chdir) if chdir else cwd
+    return args, out if os.path.isabs(out) else str(base / out)
+
+
+def _follow_and_report(client, job_id: int, follow: bool, wait: float | None, poll: float, json_out: bool,
+                       stdout: str | None = None) -> None:
     from rich.markup import escape
 
-    from gpucluster.engines.slurm import find_bench_result
+    from gpucluster.engines.slurm import find_bench_result, read_tail
 
     if not follow:
-        print_json({"job_id": job_id}) if json_out else console.print(f"submitted job {job_id}")
+        print_json({"job_id": job_id, "stdout": stdout}) if json_out else console.print(f"submitted job {job_id}")
         return
     if not json_out:
         console.print(f"submitted job {job_id}; following")
-    st = client.follow(job_id, poll_s=poll, timeout_s=wait,
+    st = client.follow(job_id, poll_s=poll, timeout_s=wait, stdout=stdout,
                        on_change=None if json_out else lambda s: console.print(f"  {s.state}"
                                                                               + (f" ({escape(s.reason)})" if s.reason
-                                                                                 and s.reason != "None" else "")))
-    bench = None
+                                                                                 else "")))
+    bench, tail = None, None
     if st.stdout:
+        tail = read_tail(st.stdout)
         try:
             with open(st.stdout, errors="replace") as f:
-                bench = find_bench_result(f.read())
+                bench = find_bench_result(f.read(MAX_OUTPUT_READ))
         except OSError:
             pass
     if json_out:
-        print_json({**st.to_json(), "bench": bench})
+        print_json({**st.to_json(), "stdout_tail": tail, "bench": bench})
     else:
         verdict = "failed" if st.failed else "lost" if st.state == "LOST" else "completed"
-        console.print(f"job {job_id} {verdict}: {st.state}, exit code {st.exit_code or '?'}"
+        console.print(f"job {job_id} {verdict}: {st.state}, {st.exit_text()}"
                       + (f", nodes {escape(st.nodes)}" if st.nodes else "")
                       + (f", output {escape(st.stdout)}" if st.stdout else ""))
+        if st.stdout and tail is None:
+            console.print(f"  (cannot read {escape(st.stdout)} here: is it on a file system this host shares?)")
+        elif tail and st.state != "COMPLETED":
+            console.print("  last lines of its output:")
+            for line in tail.rstrip("\n").splitlines()[-10:]:
+                console.print(f"  | {escape(line)}", highlight=False)
         if bench:
             from gpucluster.cli.nccl_table import print_nccl_table
             print_nccl_table([f"job {job_id}: measured {bench['op']}_perf ({bench['backend']}, srun)",
@@ -56,6 +119,28 @@ def _follow_and_report(client, job_id: int, follow: bool, wait: float | None, po
         raise typer.Exit(1)
 
 
+def _write_temp_script(text: str, prefix: str) -> str:
+    import tempfile
+
+    fd, path = tempfile.mkstemp(prefix=prefix, suffix=".sbatch")
+    with open(fd, "w") as f:
+        f.write(text)
+    return path
+
+
+def _submit_and_remove(client, path: str, args: list[str], temporary: bool) -> int:
+    """sbatch copies the script when it accepts the job, so a generated file can go right away,
+    whether or not sbatch took it."""
+    try:
+        return client.submit(path, args)
+    finally:
+        if temporary:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+
+
 @slurm_app.command("submit")
 def submit(target: Annotated[str, typer.Argument(help="Training plan JSON (an sbatch script is generated) or an "
                                                       "sbatch script")],
@@ -63,35 +148,61 @@ def submit(target: Annotated[str, typer.Argument(help="Training plan JSON (an sb
            wait: Annotated[Optional[float], typer.Option(help="Stop following after this many seconds")] = None,
            poll: Annotated[float, typer.Option(help="Seconds between polls")] = 2.0,
            job_name: Annotated[str, typer.Option(help="Job name for a generated script")] = "train",
+           time: Annotated[Optional[str], typer.Option(help="Slurm --time (a generated script: 48:00:00 unless "
+                                                            "given)")] = None,
+           partition: Annotated[Optional[str], typer.Option(help="Slurm partition")] = None,
+           account: Annotated[Optional[str], typer.Option(help="Slurm account")] = None,
+           gres_type: Annotated[Optional[str], typer.Option(help="GRES type of a generated script (default: the "
+                                                                 "GPU's short name)")] = None,
            script: Annotated[str, typer.Option(help="Training program of a generated script")] = "train.py",
            arg: Annotated[Optional[list[str]], typer.Option("--arg", help="Its extra arguments (repeat)")] = None,
            sbatch_arg: Annotated[Optional[list[str]], typer.Option(help="Extra sbatch option (repeat)")] = None,
            timeout: Timeout = 30.0, json_out: Json = False) -> None:
-    """Submit and follow; report the final state (a killed job is reported as failed, exit 1) and
-    the benchmark results when the job printed them."""
-    import tempfile
-    from pathlib import Path
-
+    """Submit and follow; report the final state and exit code (a killed job is reported as
+    failed, exit 1), the end of the job's output, and the benchmark results when the job printed
+    them. --time, --partition and --account go into a generated script as `generate slurm` writes
+    them, or onto sbatch's command line for a script."""
     from gpucluster.errors import UserError
+    from gpucluster.generate.quoting import check_text
 
     path = Path(target)
     if not path.is_file():
         raise UserError("no such file", file=target)
+    if poll <= 0 or (wait is not None and wait <= 0):
+        raise UserError("--poll and --wait must be > 0", field="--poll/--wait")
+    extra = list(sbatch_arg or [])
+    for flag, value in (("--time", time), ("--partition", partition), ("--account", account),
+                        ("--gres-type", gres_type)):
+        if value is not None:
+            check_text(value, flag)
     if path.suffix == ".json":
         from gpucluster.generate.plan_file import load_plan
         from gpucluster.generate.slurm import SlurmOptions, sbatch_script
         from gpucluster.generate.torchrun import Launch
 
+        opts = {"job_name": job_name, "partition": partition, "account": account, "gres_type": gres_type}
+        if time is not None:            # else the generator's own default, as `generate slurm` has it
+            opts["time"] = time
         text = sbatch_script(load_plan(target), Launch(script=script, script_args=tuple(arg or ())),
-                             SlurmOptions(job_name=job_name))
-        fd, path_s = tempfile.mkstemp(prefix="gpucluster-", suffix=".sbatch")
-        with open(fd, "w") as f:
-            f.write(text)
+                             SlurmOptions(**opts))
+        script_path, temporary = None, True
     else:
-        path_s = str(path.resolve())
+        if gres_type is not None:
+            raise UserError("applies to a generated script (PLAN.json); a script names its own --gres",
+                            field="--gres-type")
+        try:
+            text = path.read_text(errors="replace")
+        except OSError as exc:
+            raise UserError(f"cannot read: {exc.strerror}", file=target) from None
+        extra += [f"{flag}={value}" for flag, value in (("--time", time), ("--partition", partition),
+                                                         ("--account", account)) if value is not None]
+        script_path, temporary = str(path.resolve()), False
+    out_args, stdout = output_args(text, extra, Path.cwd())
     client = _client(timeout)
-    job_id = client.submit(path_s, list(sbatch_arg or []))
-    _follow_and_report(client, job_id, follow, wait, poll, json_out)
+    if temporary:
+        script_path = _write_temp_script(text, "gpucluster-")
+    job_id = _submit_and_remove(client, script_path, extra + out_args, temporary)
+    _follow_and_report(client, job_id, follow, wait, poll, json_out, stdout)
 
 
 @slurm_app.command("bench")
@@ -112,8 +223,6 @@ def bench(nodes: Annotated[int, typer.Option(help="Nodes")] = 2,
     """Run `bench collective` across nodes as a Slurm job (srun, one rank per task) and print its table."""
     import shutil
     import sys
-    import tempfile
-    from pathlib import Path
 
     from gpucluster.errors import UserError
     from gpucluster.generate.quoting import check_text, sh, sh_join, slurm_directive
@@ -122,10 +231,10 @@ def bench(nodes: Annotated[int, typer.Option(help="Nodes")] = 2,
         raise UserError("--nodes and --ntasks-per-node must be >= 1")
     exe = Path(sys.executable).parent / "gpucluster"
     exe_s = str(exe) if exe.exists() else shutil.which("gpucluster") or "gpucluster"
-    out = Path(out_dir).resolve()
+    out = str(Path(out_dir).resolve() / "gpucluster-bench-%j.out")
     lines = ["#!/bin/bash", "#SBATCH --job-name=gpucluster-bench", f"#SBATCH --nodes={nodes}",
              f"#SBATCH --ntasks-per-node={ntasks_per_node}", "#SBATCH --exclusive",
-             f"#SBATCH --output={slurm_directive(str(out / 'gpucluster-bench-%j.out'))}"]
+             f"#SBATCH --output={slurm_directive(out)}"]
     if gres:
         lines.append(f"#SBATCH --gres={slurm_directive(check_text(gres, '--gres'))}")
     if partition:
@@ -137,12 +246,9 @@ def bench(nodes: Annotated[int, typer.Option(help="Nodes")] = 2,
               "srun --kill-on-bad-exit=1 " + sh_join([exe_s, "bench", "collective", "--json", "--op", op, "--min",
                                                       min_size, "--max", max_size, "--step-factor", str(factor),
                                                       "--iters", str(iters)])]
-    fd, script = tempfile.mkstemp(prefix="gpucluster-bench-", suffix=".sbatch")
-    with open(fd, "w") as f:
-        f.write("\n".join(lines) + "\n")
     client = _client(timeout)
-    job_id = client.submit(script)
-    _follow_and_report(client, job_id, True, wait, poll, json_out)
+    job_id = _submit_and_remove(client, _write_temp_script("\n".join(lines) + "\n", "gpucluster-bench-"), [], True)
+    _follow_and_report(client, job_id, True, wait, poll, json_out, out)
 
 
 @slurm_app.command("status")
@@ -157,8 +263,9 @@ def status(job_id: Annotated[int, typer.Argument(help="Slurm job id")], timeout:
     if json_out:
         print_json(st.to_json())
     else:
-        console.print(f"job {job_id} {st.state} (from {st.source}); exit code {st.exit_code or '-'}; "
-                      f"nodes {st.nodes or '-'}")
+        console.print(f"job {job_id} {st.state} (from {st.source}); "
+                      + (st.exit_text() if st.done else "still running") + f"; nodes {st.nodes or '-'}",
+                      highlight=False)
 
 
 @slurm_app.command("import")
@@ -169,10 +276,8 @@ def import_(out: Annotated[str, typer.Option("--out", "-o", help="Trace file to 
             cluster: Annotated[Optional[str], typer.Option(help="Cluster spec for --scenario")] = None,
             policy: Annotated[str, typer.Option(help="Policy for --scenario")] = "backfill",
             timeout: Timeout = 30.0, json_out: Json = False) -> None:
-    """Turn sacct history into a trace (`gpucluster simulate` reads it with format: sacct)."""
-    import os
-    from pathlib import Path
-
+    """Turn sacct history into a trace (`gpucluster simulate` reads it with format: sacct). Failed,
+    cancelled and timed-out jobs keep their state, exit code, partition, QOS and time limit."""
     import yaml
 
     from gpucluster.errors import UserError
@@ -181,25 +286,39 @@ def import_(out: Annotated[str, typer.Option("--out", "-o", help="Trace file to 
     if scenario and not cluster:
         raise UserError("--scenario needs --cluster SPEC", field="--cluster")
     text = _client(timeout).history(since, until)
-    Path(out).write_text(text)
+    try:
+        Path(out).write_text(text)
+    except OSError as exc:
+        raise UserError(f"cannot write: {exc.strerror}", file=out) from None
     read = read_sacct(out)
+    lines = text.splitlines()
+    header = lines[0].split("|") if lines else []
+    col = header.index("State") if "State" in header else None
     states: dict[str, int] = {}
-    for line in text.splitlines()[1:]:
+    for line in lines[1:]:
         parts = line.split("|")
-        if len(parts) > 8:
-            states[parts[8].split()[0]] = states.get(parts[8].split()[0], 0) + 1
+        if col is not None and len(parts) == len(header) and parts[col].split():
+            st = parts[col].split()[0]
+            states[st] = states.get(st, 0) + 1
+    replay: dict[str, int] = {}
+    for j in read.jobs:
+        s = getattr(j, "final_state", "completed")
+        replay[s] = replay.get(s, 0) + 1
     info = {"trace": out, "rows": read.rows, "jobs": len(read.jobs), "skipped": dict(read.skipped),
-            "bad": dict(read.bad), "states": states}
+            "bad": dict(read.bad), "states": states, "replay_states": replay}
     if scenario:
         base = Path(scenario).resolve().parent
         doc = {"name": f"sacct-replay-{Path(out).stem}", "cluster": os.path.relpath(Path(cluster).resolve(), base),
                "policy": policy, "workloads": [{"kind": "trace", "name": "sacct", "format": "sacct",
                                                 "path": os.path.relpath(Path(out).resolve(), base)}]}
-        Path(scenario).write_text(yaml.safe_dump(doc, sort_keys=False))
+        try:
+            Path(scenario).write_text(yaml.safe_dump(doc, sort_keys=False))
+        except OSError as exc:
+            raise UserError(f"cannot write: {exc.strerror}", file=scenario) from None
         info["scenario"] = scenario
     if json_out:
         print_json(info)
     else:
         console.print(f"wrote {out}: {read.rows} jobs in the history, {len(read.jobs)} with GPUs to replay; "
                       f"states {', '.join(f'{k} {v}' for k, v in sorted(states.items())) or '-'}"
-                      + (f"; scenario {scenario}" if scenario else ""))
+                      + (f"; scenario {scenario}" if scenario else ""), highlight=False)

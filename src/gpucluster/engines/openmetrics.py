@@ -64,17 +64,30 @@ def render(families: list[Family], openmetrics: bool = False) -> str:
     return "\n".join(out) + "\n"
 
 
-def write_textfile(path: str, families: list[Family]) -> None:
-    """Atomically, as node-exporter's textfile collector wants (write a temp file, rename)."""
+def write_textfile(path: str, families: list[Family], openmetrics: bool = False) -> None:
+    """Atomically, as node-exporter's textfile collector wants: a temporary file in the same folder,
+    flushed to disk, mode 0644 (mkstemp makes it 0600, which a collector running as another user
+    could not read), then renamed over the target. A failure leaves no temporary file behind."""
     d = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=d, prefix=".gpucluster-", suffix=".prom")
-    with os.fdopen(fd, "w") as f:
-        f.write(render(families))
-    os.replace(tmp, path)
+    text = render(families, openmetrics=openmetrics)
+    fd, tmp = tempfile.mkstemp(dir=d, prefix=".gpucluster-", suffix=".prom.tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
 
 
 def collective_families(result: dict) -> list[Family]:
-    """A `bench collective` result as gauges per op and size."""
+    """A `bench collective` result as gauges per op, size and placement (in-place, out-of-place)."""
     common = {"op": result["op"], "backend": result.get("backend", ""), "ranks": str(result["world_size"]),
               "nodes": str(result.get("nodes", 1))}
     busbw = Family("gpucluster_collective_busbw_bytes_per_second", "gauge",
@@ -84,11 +97,16 @@ def collective_families(result: dict) -> list[Family]:
     time_s = Family("gpucluster_collective_time_seconds", "gauge", "Time of one collective", "seconds")
     wrong = Family("gpucluster_collective_wrong_values", "gauge", "Values that differed from the expected result")
     for r in result["rows"]:
-        lab = {**common, "size_bytes": str(r["size_bytes"])}
-        busbw.add(r["busbw_gbps"] * 1e9, **lab)
-        algbw.add(r["algbw_gbps"] * 1e9, **lab)
-        time_s.add(r["time_us"] * 1e-6, **lab)
-        wrong.add(r["wrong"], **lab)
+        # one sample per measurement, labelled with how it was measured (bench/collective.py)
+        measured = [(r.get("placement") or "out-of-place", r)]
+        if r.get("in_place"):
+            measured.append(("in-place", r["in_place"]))
+        for placement, fig in measured:
+            lab = {**common, "size_bytes": str(r["size_bytes"]), "placement": placement}
+            busbw.add(fig["busbw_gbps"] * 1e9, **lab)
+            algbw.add(fig["algbw_gbps"] * 1e9, **lab)
+            time_s.add(fig["time_us"] * 1e-6, **lab)
+            wrong.add(fig["wrong"], **lab)
     return [busbw, algbw, time_s, wrong]
 
 

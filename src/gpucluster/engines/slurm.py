@@ -1,12 +1,22 @@
-"""A Slurm client: submit, follow (squeue --json, then sacct --json or scontrol once the job has
-left the queue), history as `sacct -P`. Every call runs under a timeout, so an unreachable
-controller gives a clear message instead of a hang."""
+"""A Slurm client: submit, follow (squeue --json, then sacct -P or scontrol once the job has left
+the queue), history as `sacct -P`. Every call runs under a timeout, so an unreachable controller
+gives a clear message instead of a hang.
+
+Exit codes are read where each view is right (checked against a real Slurm 22.05):
+- `squeue --json` (openapi v0.0.38) gives the raw wait(2) status: `exit 3` is 768 (3 << 8), a
+  job killed by SIGKILL is 9; `decode_wait_status` splits it.
+- `scontrol show job` and `sacct -P -o ExitCode` give `EXIT:SIGNAL` (3:0, 0:9).
+- `sacct --json` (v0.0.38) reports `return_code: 0` for a job that ended `exit 3`, so it is not
+  used for exit codes at all.
+- `standard_output` is "" in `squeue --json` unless the job set `--output`, and sacct 22.05 has no
+  StdOut field; `slurm submit` therefore always passes an explicit path and reads it back."""
 
 from __future__ import annotations
 
 import json
 import os
 import re
+import signal as _signal
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -17,7 +27,59 @@ from gpucluster.errors import UserError
 TERMINAL = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "PREEMPTED",
             "BOOT_FAIL", "DEADLINE")
 HISTORY_FIELDS = ("JobID", "JobName", "User", "Partition", "Submit", "Start", "End", "Elapsed", "State",
-                  "ExitCode", "AllocTRES", "ReqTRES", "NNodes")
+                  "ExitCode", "AllocTRES", "ReqTRES", "NNodes", "QOS", "Timelimit")
+STATUS_FIELDS = ("JobID", "JobName", "State", "ExitCode", "NodeList", "Reason")
+_UNSET_PATH = ("", "(null)", "None")
+
+
+def decode_wait_status(raw: int) -> tuple[int | None, int | None]:
+    """(exit code, signal) from a raw wait(2) status as `squeue --json` v0.0.38 gives it: the exit
+    code in bits 8-15 when the process exited, the signal in bits 0-6 when one killed it. Values
+    outside 16 bits are Slurm's NO_VAL markers: unknown."""
+    if raw < 0 or raw > 0xFFFF:
+        return None, None
+    sig = raw & 0x7F
+    if sig == 0:
+        return (raw >> 8) & 0xFF, None
+    if sig == 0x7F:          # stopped, not ended: no exit code yet
+        return None, None
+    return None, sig
+
+
+def parse_exit_pair(text: str) -> tuple[int | None, int | None]:
+    """(exit code, signal) from Slurm's `EXIT:SIGNAL` notation (scontrol ExitCode, sacct -P ExitCode)."""
+    m = re.match(r"^\s*(\d+)(?::(\d+))?\s*$", text or "")
+    if not m:
+        return None, None
+    code, sig = int(m.group(1)), int(m.group(2) or 0)
+    return (None, sig) if sig else (code, None)
+
+
+def _exit_of(value) -> tuple[int | None, int | None]:
+    """squeue --json exit_code: a raw wait status (v0.0.38) or, in later versions, a mapping."""
+    if isinstance(value, bool):
+        return None, None
+    if isinstance(value, int):
+        return decode_wait_status(value)
+    if isinstance(value, dict):
+        sig = value.get("signal")
+        sig_id = sig.get("signal_id") if isinstance(sig, dict) else None
+        if value.get("status") == "SIGNALED" and isinstance(sig_id, int) and sig_id > 0:
+            return None, sig_id
+        rc = value.get("return_code")
+        if isinstance(rc, dict):             # v0.0.40+: {"set": true, "number": 3}
+            rc = rc.get("number") if rc.get("set", True) else None
+        return (rc, None) if isinstance(rc, int) and 0 <= rc <= 255 else (None, None)
+    if isinstance(value, str):
+        return parse_exit_pair(value)
+    return None, None
+
+
+def signal_name(sig: int) -> str:
+    try:
+        return _signal.Signals(sig).name
+    except ValueError:
+        return f"signal {sig}"
 
 
 @dataclass
@@ -25,10 +87,11 @@ class JobStatus:
     job_id: int
     state: str                      # Slurm's state (PENDING, RUNNING, COMPLETED, FAILED, CANCELLED...)
     name: str = ""
-    exit_code: str = ""
+    exit_code: int | None = None    # the batch script's exit status, 0..255; None: unknown or killed by a signal
+    signal: int | None = None       # the signal that killed it, if one did
     nodes: str = ""
     reason: str = ""
-    stdout: str | None = None       # the job's output file, when Slurm says
+    stdout: str | None = None       # the job's output file, when known
     source: str = ""                # squeue, sacct or scontrol
     extra: dict = field(default_factory=dict)
 
@@ -40,14 +103,27 @@ class JobStatus:
     def failed(self) -> bool:
         return self.done and self.state != "COMPLETED"
 
+    @property
+    def slurm_exit(self) -> str:
+        """Slurm's own notation, EXIT:SIGNAL (as sacct and scontrol print it)."""
+        if self.signal:
+            return f"0:{self.signal}"
+        return "" if self.exit_code is None else f"{self.exit_code}:0"
+
+    def exit_text(self) -> str:
+        if self.signal:
+            return f"killed by signal {self.signal} ({signal_name(self.signal)})"
+        return f"exit code {'?' if self.exit_code is None else self.exit_code}"
+
     def to_json(self) -> dict:
         return {"job_id": self.job_id, "name": self.name, "state": self.state, "exit_code": self.exit_code,
-                "nodes": self.nodes, "reason": self.reason, "stdout": self.stdout, "source": self.source,
-                "failed": self.failed}
+                "signal": self.signal, "slurm_exit_code": self.slurm_exit, "nodes": self.nodes,
+                "reason": self.reason, "stdout": self.stdout, "source": self.source, "failed": self.failed}
 
 
 def _state(value) -> str:
-    """job_state is a string in openapi v0.0.38, a list in later versions; sacct nests it."""
+    """job_state is a string in openapi v0.0.38, a list in later versions; sacct nests it and says
+    "CANCELLED by 0"."""
     if isinstance(value, dict):
         value = value.get("current", "")
     if isinstance(value, list):
@@ -55,12 +131,12 @@ def _state(value) -> str:
     return str(value).split()[0].upper() if value else "UNKNOWN"
 
 
-def _exit(value) -> str:
-    if isinstance(value, dict):
-        rc = value.get("return_code", "")
-        sig = (value.get("signal") or {}).get("signal_id", "") if isinstance(value.get("signal"), dict) else ""
-        return f"{rc}:{sig or 0}"
-    return "" if value is None else str(value)
+def _reason(text) -> str:
+    return "" if text in (None, "None", "(null)") else str(text)
+
+
+def _path(text) -> str | None:
+    return None if not isinstance(text, str) or text in _UNSET_PATH else text
 
 
 class SlurmClient:
@@ -80,7 +156,8 @@ class SlurmClient:
             raise UserError(f"Slurm did not answer within {self.timeout:g} s ({argv[0]}): is slurmctld up and "
                             f"reachable? (SLURM_CONF={conf})") from None
         if check and p.returncode:
-            raise UserError(f"{argv[0]} failed: {p.stderr.strip() or p.stdout.strip()}")
+            msg = (p.stderr.strip() or p.stdout.strip()).splitlines()
+            raise UserError(f"{argv[0]} failed: {' '.join(m.strip() for m in msg) or f'exit {p.returncode}'}")
         return p
 
     # -- submit -----------------------------------------------------------------------
@@ -106,18 +183,26 @@ class SlurmClient:
         p = self._run(["squeue", "--json", "-j", str(job_id)], check=False)
         jobs = _jobs(p.stdout) if p.returncode == 0 else []
         for j in jobs:
-            if int(j.get("job_id", -1)) == job_id:
-                return JobStatus(job_id, _state(j.get("job_state")), j.get("name", ""), _exit(j.get("exit_code")),
-                                 j.get("nodes", ""), j.get("state_reason", ""), j.get("standard_output"), "squeue")
+            if _int(j.get("job_id")) == job_id:
+                code, sig = _exit_of(j.get("exit_code"))
+                return JobStatus(job_id, _state(j.get("job_state")), str(j.get("name") or ""), code, sig,
+                                 str(j.get("nodes") or ""), _reason(j.get("state_reason")),
+                                 _path(j.get("standard_output")), "squeue")
         return None
 
     def _sacct(self, job_id: int) -> JobStatus | None:
-        p = self._run(["sacct", "--json", "-X", "-j", str(job_id)], check=False)
-        for j in _jobs(p.stdout) if p.returncode == 0 else []:
-            if int(j.get("job_id", -1)) == job_id:
-                st = j.get("state") or {}
-                return JobStatus(job_id, _state(st), j.get("name", ""), _exit(j.get("exit_code")), j.get("nodes", ""),
-                                 st.get("reason", "") if isinstance(st, dict) else "", None, "sacct")
+        """`sacct -P`, not `--json`: 22.05's JSON gives return_code 0 for a job that exited 3."""
+        p = self._run(["sacct", "-P", "-n", "-X", "-j", str(job_id), "-o", ",".join(STATUS_FIELDS)], check=False)
+        if p.returncode:
+            return None
+        for line in p.stdout.splitlines():
+            parts = line.split("|")
+            if len(parts) != len(STATUS_FIELDS) or parts[0] != str(job_id):
+                continue
+            row = dict(zip(STATUS_FIELDS, parts))
+            code, sig = parse_exit_pair(row["ExitCode"])
+            return JobStatus(job_id, _state(row["State"]), row["JobName"], code, sig, row["NodeList"],
+                             _reason(row["Reason"]), None, "sacct")
         return None
 
     def _scontrol(self, job_id: int) -> JobStatus | None:
@@ -125,13 +210,17 @@ class SlurmClient:
         if p.returncode or "JobId=" not in p.stdout:
             return None
         kv = dict(re.findall(r"(\w+)=(\S*)", p.stdout))
-        return JobStatus(job_id, _state(kv.get("JobState")), kv.get("JobName", ""), kv.get("ExitCode", ""),
-                         kv.get("NodeList", ""), kv.get("Reason", ""), kv.get("StdOut"), "scontrol")
+        name = re.search(r"JobName=(.*?) UserId=", p.stdout)   # a name may hold blanks
+        code, sig = parse_exit_pair(kv.get("ExitCode", ""))
+        return JobStatus(job_id, _state(kv.get("JobState")), name.group(1) if name else kv.get("JobName", ""),
+                         code, sig, kv.get("NodeList", ""), _reason(kv.get("Reason")), _path(kv.get("StdOut")),
+                         "scontrol")
 
     def follow(self, job_id: int, *, poll_s: float = 1.0, timeout_s: float | None = None,
-               on_change: Callable[[JobStatus], None] | None = None) -> JobStatus:
+               on_change: Callable[[JobStatus], None] | None = None, stdout: str | None = None) -> JobStatus:
         """Poll until the job ends. A job that leaves every view is reported as LOST with what was
-        last seen (never silently as success)."""
+        last seen (never silently as success). `stdout`: the output path the job was submitted with
+        (Slurm's %j and %x patterns allowed), used when no view says where the output went."""
         end = None if timeout_s is None else time.monotonic() + timeout_s
         last: JobStatus | None = None
         misses = 0
@@ -141,21 +230,29 @@ class SlurmClient:
                 misses += 1
                 if misses >= 5:
                     return JobStatus(job_id, "LOST", last.name if last else "", reason="the job left squeue and "
-                                     "neither sacct nor scontrol knows it", source="none")
+                                     "neither sacct nor scontrol knows it", source="none",
+                                     stdout=_expand(stdout, job_id, last.name if last else ""))
             else:
                 misses = 0
                 if on_change and (last is None or st.state != last.state):
                     on_change(st)
                 last = st
                 if st.done:
-                    if st.stdout is None or "%" in st.stdout:  # sacct does not say, squeue leaves %j
-                        sc = self._scontrol(job_id)
-                        st.stdout = sc.stdout if sc and sc.stdout else _expand(st.stdout, st)
+                    st.stdout = self._output_path(st, stdout)
                     return st
             if end is not None and time.monotonic() > end:
                 raise UserError(f"job {job_id} still {last.state if last else 'unknown'} after {timeout_s:g} s "
                                 "(it keeps running; follow again with `gpucluster slurm status`)")
             time.sleep(poll_s)
+
+    def _output_path(self, st: JobStatus, submitted: str | None) -> str | None:
+        """scontrol expands every pattern (%N, %u...); else the path we submitted, else squeue's."""
+        if st.stdout and "%" not in st.stdout:
+            return st.stdout
+        sc = self._scontrol(st.job_id)
+        if sc and sc.stdout:
+            return sc.stdout
+        return _expand(submitted or st.stdout, st.job_id, st.name)
 
     # -- history ----------------------------------------------------------------------
     def history(self, since: str = "2000-01-01", until: str | None = None, all_users: bool = True) -> str:
@@ -169,16 +266,23 @@ class SlurmClient:
             if "accounting_storage/none" in msg or "not running a supported accounting" in msg.lower():
                 raise UserError("this Slurm keeps no job history (AccountingStorageType=accounting_storage/none); "
                                 "sacct needs slurmdbd")
-            raise UserError(f"sacct failed: {msg}")
+            raise UserError(f"sacct failed: {' '.join(msg.splitlines())}")
         return p.stdout
 
 
-def _expand(path: str | None, st: JobStatus) -> str | None:
+def _int(value) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return -1
+
+
+def _expand(path: str | None, job_id: int, name: str) -> str | None:
     """Slurm's filename patterns (%j job id, %A array job, %x job name, %% a percent sign)."""
     if path is None:
         return None
-    return re.sub(r"%(%|j|A|x)", lambda m: {"%": "%", "j": str(st.job_id), "A": str(st.job_id),
-                                            "x": st.name}[m.group(1)], path)
+    return re.sub(r"%(%|j|A|x)", lambda m: {"%": "%", "j": str(job_id), "A": str(job_id),
+                                            "x": name}[m.group(1)], path)
 
 
 def _jobs(text: str) -> list[dict]:
@@ -187,7 +291,19 @@ def _jobs(text: str) -> list[dict]:
     except json.JSONDecodeError:
         return []
     jobs = data.get("jobs") if isinstance(data, dict) else None
-    return jobs if isinstance(jobs, list) else []
+    return [j for j in jobs if isinstance(j, dict)] if isinstance(jobs, list) else []
+
+
+def read_tail(path: str, limit: int = 4000) -> str | None:
+    """The end of a job's output file; None when it cannot be read here (e.g. node-local storage)."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            size = f.tell()
+            f.seek(max(0, size - limit))
+            return f.read().decode("utf-8", errors="replace")
+    except OSError:
+        return None
 
 
 def find_bench_result(text: str) -> dict | None:

@@ -1,20 +1,59 @@
 """Slurm accounting exports: `sacct -P` (pipe-separated, header line).
 
 Export with, for example:
-    sacct -a -P -X -S 2024-01-01 -o JobID,Submit,Start,End,Elapsed,State,AllocTRES,ReqTRES,Partition
+    sacct -a -P -X -S 2024-01-01 -o JobID,Submit,Start,End,Elapsed,State,ExitCode,AllocTRES,ReqTRES,Partition,QOS,Timelimit
 
 GPUs come from AllocTRES (else ReqTRES, AllocGRES, ReqGRES): `gres/gpu=16` or
 `gres/gpu:h200=16` or `gpu:8`. Run time is End - Start (else Elapsed). Job steps
 (`123.batch`, `123.0`) are skipped, as are jobs without GPUs or that never started.
+
+Each job keeps what the history says about how it ended: its Slurm state (a FAILED, TIMEOUT,
+NODE_FAIL or CANCELLED job ran for End - Start and then did not complete), exit code and
+signal (`ExitCode` 3:0, 0:9), partition, QOS, time limit and the wait it recorded (Start -
+Submit). `SacctJob.final_state` is the simulator's name for that end (completed, failed or
+cancelled); the trace workload replays the job as ending so at its recorded run time.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from datetime import datetime
 
 from gpucluster.errors import UserError
 from gpucluster.sim.traces import TraceJob, TraceRead, readers
+
+# Slurm job states by how the simulator counts them. RUNNING (End Unknown, run time from Elapsed)
+# and REQUEUED are replayed as what they are so far: work that ran, counted as completed.
+FAILED_STATES = ("FAILED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE")
+CANCELLED_STATES = ("CANCELLED", "PREEMPTED", "REVOKED")
+_UNLIMITED = ("UNLIMITED", "Partition_Limit", "INVALID")
+
+
+@dataclass
+class SacctJob(TraceJob):
+    """A TraceJob with what sacct recorded about its end and its queue."""
+    state: str = "COMPLETED"          # Slurm's state, first word ("CANCELLED by 0" -> CANCELLED)
+    exit_code: int | None = None      # 0..255; None: unknown or killed by a signal
+    signal: int | None = None
+    partition: str = ""
+    qos: str = ""
+    time_limit_s: float | None = None  # None: unlimited or not in the export
+    wait_s: float = 0.0               # recorded Start - Submit
+
+    @property
+    def final_state(self) -> str:
+        if self.state in FAILED_STATES:
+            return "failed"
+        if self.state in CANCELLED_STATES:
+            return "cancelled"
+        return "completed"
+
+    def record(self) -> dict:
+        """The recorded facts, for a simulator job's `extra`."""
+        return {"slurm_state": self.state, "exit_code": self.exit_code, "signal": self.signal,
+                "partition": self.partition, "qos": self.qos, "time_limit_s": self.time_limit_s,
+                "recorded_wait_s": self.wait_s, "final_state": self.final_state}
 
 _TRES_GPU = re.compile(r"gres/gpu(?::([\w.-]+))?=(\d+)")
 _GRES_GPU = re.compile(r"gpu(?::([\w.-]+))?:(\d+)")
@@ -36,6 +75,28 @@ def parse_elapsed(text: str) -> float:
         raise ValueError(text)
     d, h, mi, s = m.groups()
     return int(d or 0) * 86400 + int(h or 0) * 3600 + int(mi) * 60 + float(s)
+
+
+def parse_exit_code(text: str) -> tuple[int | None, int | None]:
+    """(exit code, signal) from sacct's EXIT:SIGNAL; a signal means no exit code."""
+    m = re.match(r"^\s*(\d+)(?::(\d+))?\s*$", text or "")
+    if not m:
+        return None, None
+    code, sig = int(m.group(1)), int(m.group(2) or 0)
+    if code > 255 or sig > 255:
+        return None, None
+    return (None, sig) if sig else (code, None)
+
+
+def parse_time_limit(text: str) -> float | None:
+    """sacct Timelimit: [D-]HH:MM:SS, MM:SS, UNLIMITED or Partition_Limit (None)."""
+    text = (text or "").strip()
+    if text in UNSET or text in _UNLIMITED:
+        return None
+    try:
+        return parse_elapsed(text)
+    except ValueError:
+        return None
 
 
 def gpus_of(row: dict[str, str]) -> tuple[int, str | None] | None:
@@ -61,7 +122,7 @@ def read_sacct(path: str, limit: int | None = None) -> TraceRead:
             raise UserError("not a sacct -P export with Submit and a GPU field (AllocTRES, ReqTRES, AllocGRES or "
                             "ReqGRES); export with sacct -P -X -o JobID,Submit,Start,End,Elapsed,State,AllocTRES",
                             file=path, line=1)
-        rows: list[tuple[float, float, int, str | None, str]] = []
+        rows: list[tuple[float, float, int, str | None, str, dict]] = []
         for lineno, line in enumerate(f, start=2):
             line = line.rstrip("\n")
             if not line.strip():
@@ -104,13 +165,18 @@ def read_sacct(path: str, limit: int | None = None) -> TraceRead:
             if g is None or g[0] == 0:
                 out.skipped["without GPUs"] += 1
                 continue
-            rows.append((submit, duration, g[0], g[1], job_id))
+            state = (row.get("State") or "COMPLETED").split()
+            code, sig = parse_exit_code(row.get("ExitCode", ""))
+            facts = {"state": state[0].upper() if state else "COMPLETED", "exit_code": code, "signal": sig,
+                     "partition": row.get("Partition", ""), "qos": row.get("QOS", ""),
+                     "time_limit_s": parse_time_limit(row.get("Timelimit", "")), "wait_s": start - submit}
+            rows.append((submit, duration, g[0], g[1], job_id, facts))
             if limit is not None and len(rows) >= limit:
                 break
     t0 = min((r[0] for r in rows), default=0.0)
-    for submit, duration, gpus, gtype, job_id in rows:
+    for submit, duration, gpus, gtype, job_id, facts in rows:
         t = _catalog_name(gtype)
-        out.jobs.append(TraceJob(submit - t0, duration, gpus, gpu_types=(t,) if t else None, name=job_id))
+        out.jobs.append(SacctJob(submit - t0, duration, gpus, gpu_types=(t,) if t else None, name=job_id, **facts))
     return out
 
 
