@@ -8,20 +8,14 @@ import typer
 
 plan_app = typer.Typer(help="Plan a workload on a cluster: training runs and serving deployments.", no_args_is_help=True)
 
-# Llama 2 (Touvron et al. 2023) and Llama 3 trained with about 4M tokens per optimizer step.
-DEFAULT_BATCH_TOKENS = 4 * 2**20
-# Chinchilla (Hoffmann et al. 2022): compute-optimal training uses about 20 tokens per parameter.
-CHINCHILLA_TOKENS_PER_PARAM = 20
-LAYOUT_KEYS = {"tp": int, "pp": int, "dp": int, "cp": int, "ep": int, "etp": int, "interleave": int, "v": int, "micro_batch": int,
-               "mb": int, "sequence_parallel": bool, "sp": bool, "recompute": str, "zero": int,
+LAYOUT_KEYS = {"tp": int, "pp": int, "dp": int, "cp": int, "ep": int, "etp": int, "interleave": int, "v": int,
+               "micro_batch": int, "mb": int, "sequence_parallel": bool, "sp": bool, "recompute": str, "zero": int,
                "offload_optimizer": bool, "offload": bool, "attention": str, "overlap_dp_comm": bool,
                "overlap_tp_comm": bool, "moe_overlap": str, "moe_dispatcher": str, "moe_fp8_dispatch": bool,
                "moe_imbalance": float, "zero3_prefetch_params": float, "pp_embedding_layer": bool,
                "pp_loss_layer": bool}
 FLOAT_RANGE = {"moe_imbalance": (1.0, 64.0), "zero3_prefetch_params": (1.0, 1e15)}
 ALIASES = {"v": "interleave", "mb": "micro_batch", "sp": "sequence_parallel", "offload": "offload_optimizer"}
-CHOICES = {"recompute": ("none", "selective", "full"), "attention": ("flash", "unfused"),
-           "moe_overlap": ("none", "dualpipe"), "moe_dispatcher": ("alltoall", "deepep")}
 
 
 @plan_app.command("train")
@@ -53,79 +47,26 @@ def train(
 ) -> None:
     """Predict step time, memory, MFU, time and GPU-hours to train, and find the best parallel layout."""
     from gpucluster.cli.plan_render import render_json, render_plan
-    from gpucluster.errors import UserError
-    from gpucluster.plan.fabric_from import from_options
-    from gpucluster.plan.train_plan import plan_training
-    from gpucluster.specs.workload import load_model_spec
-    from gpucluster.units import parse_count
+    from gpucluster.plan.train_request import plan_train
 
-    spec = load_model_spec(model)
-    target = from_options(cluster, pool, gpu, nodes, nic, nics_per_node)
-    if precision not in ("bf16", "fp16", "fp8"):
-        raise UserError(f"must be bf16, fp16 or fp8, got {precision!r}", field="--precision")
-    if precision not in target.fabric.gpu.peak_tflops:
-        raise UserError(f"{target.fabric.gpu_name} has no {precision} tensor cores", field="--precision")
-    s = seq_len if seq_len is not None else spec.seq_len
-    if s < 1:
-        raise UserError(f"must be >= 1, got {s}", field="--seq-len")
-    if top < 1:
-        raise UserError(f"must be >= 1, got {top}", field="--top")
-    from gpucluster.model.transformer_params import params
-    counts = params(spec)
-    n_params = counts.total
-    try:
-        budget = parse_count(tokens) if tokens else int(CHINCHILLA_TOKENS_PER_PARAM * counts.active)
-    except ValueError as exc:
-        raise UserError(str(exc), field="--tokens") from None
-    batch_tokens, batch_source = default_batch_tokens(model)
-    gbs = global_batch if global_batch is not None else max(1, round(batch_tokens / s))
-    if gbs < 1:
-        raise UserError(f"must be >= 1, got {gbs}", field="--global-batch")
-    fixed = parse_layout(layout) if layout else {}
-    stack_options = {"attention": attention, "overlap_dp_comm": dp_overlap, "overlap_tp_comm": tp_overlap,
-                     "moe_overlap": moe_overlap}
-    for key, value in stack_options.items():
-        if value is None:
-            continue
-        flag = {"overlap_dp_comm": "--dp-overlap", "overlap_tp_comm": "--tp-overlap"}.get(key, "--" + key.replace("_", "-"))
-        if key in CHOICES and value not in CHOICES[key]:
-            raise UserError(f"must be {' or '.join(CHOICES[key])}, got {value!r}", field=flag)
-        if key in fixed and fixed[key] != value:
-            raise UserError(f"{flag} says {value} but --layout says {key}={fixed[key]}", field=flag)
-        fixed[key] = value
-    if "attention" in fixed:
-        fixed["flash_attention"] = fixed.pop("attention") == "flash"
-    result = plan_training(spec, target, gbs, budget, s, fixed=fixed, top=top, precision=precision,
-                           tp_across_domains=tp_across_domains)
-    meta: dict[str, Any] = {"tokens_source": "given" if tokens else
-                            f"Chinchilla: {CHINCHILLA_TOKENS_PER_PARAM} tokens per active parameter",
-                            "global_batch_source": "given" if global_batch else batch_source,
-                            "params": n_params}
+    result = plan_train(model, cluster=cluster, pool=pool, gpu=gpu, nodes=nodes, nic=nic,
+                        nics_per_node=nics_per_node, tokens=tokens, global_batch=global_batch, seq_len=seq_len,
+                        layout=parse_layout(layout) if layout else None, precision=precision, top=top,
+                        tp_across_domains=tp_across_domains, attention=attention, dp_overlap=dp_overlap,
+                        tp_overlap=tp_overlap, moe_overlap=moe_overlap)
+    meta = result.meta()
     if json_out:
         render_json(result, meta)
     else:
         render_plan(result, meta, top)
     if html:
         from gpucluster.report.plan_report import write_train_report
-        write_train_report(result, meta, html, fixed=fixed, tp_across_domains=tp_across_domains)
-
-
-def default_batch_tokens(model: str) -> tuple[float, str]:
-    """The batch the model's publisher trained with (the preset's published_batch_tokens), else
-    ~4M tokens (Llama 2's), and where the figure comes from."""
-    from gpucluster.specs.workload import model_presets
-
-    presets = model_presets()
-    if model in presets:
-        preset = presets.get(model)
-        if preset.published_batch_tokens is not None:
-            v = preset.published_batch_tokens.value
-            return v, f"{v / 1e6:.1f}M tokens per step, as published ({preset.sources[preset.published_batch_tokens.source].title})"
-    return DEFAULT_BATCH_TOKENS, f"~{DEFAULT_BATCH_TOKENS / 2**20:.0f}M tokens per step (Llama 2's; the model has no published batch)"
+        write_train_report(result, meta, html, fixed=result.fixed, tp_across_domains=tp_across_domains)
 
 
 def parse_layout(text: str) -> dict[str, Any]:
     from gpucluster.errors import UserError
+    from gpucluster.plan.train_request import CHOICES
 
     fixed: dict[str, Any] = {}
     for part in filter(None, (p.strip() for p in text.split(","))):

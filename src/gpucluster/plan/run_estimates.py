@@ -13,7 +13,7 @@ from gpucluster.plan.train_plan import TrainingPlan, plan_training
 from gpucluster.specs.cluster import ClusterSpec
 from gpucluster.specs.workload import TransformerSpec
 
-# The same defaults as `gpucluster plan train` (cli/plan_cmd.py): Llama 2/3 trained with about
+# The same defaults as `gpucluster plan train` (plan/train_request.py): Llama 2/3 trained with about
 # 4M tokens per optimizer step; Chinchilla (Hoffmann et al. 2022): ~20 tokens per parameter.
 DEFAULT_BATCH_TOKENS = 4 * 2**20
 CHINCHILLA_TOKENS_PER_PARAM = 20

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from gpucluster.errors import UserError
@@ -28,6 +28,19 @@ class TrainingPlan:
     tokens: int
     search: SearchResult
     advice: Advice
+    tokens_source: str = "given"          # where the token budget comes from
+    global_batch_source: str = "given"    # where the global batch comes from
+    fixed: dict[str, Any] = field(default_factory=dict)   # the layout fields and stack settings the user fixed
+    tp_across_domains: bool = False
+
+    @property
+    def params(self) -> int:
+        return params(self.spec).total
+
+    def meta(self) -> dict[str, Any]:
+        """What the renderers print beside the plan."""
+        return {"tokens_source": self.tokens_source, "global_batch_source": self.global_batch_source,
+                "params": self.params}
 
     @property
     def best(self) -> Estimate:

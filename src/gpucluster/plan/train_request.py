@@ -1,0 +1,108 @@
+"""A training-plan request as a user states it (model, cluster or GPUs, tokens, stack), resolved
+into a plan: the defaults the CLI and the Python API share, each with where it comes from.
+
+    from gpucluster import plan_train
+    plan = plan_train("llama3-70b", cluster="examples/h200-256-ndr400.yaml", tokens="2T")
+    plan.best.step_s, plan.best.mfu, plan.gpu_hours, plan.confidence.assumptions
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpucluster.errors import UserError
+from gpucluster.plan.fabric_from import from_options
+from gpucluster.plan.run_estimates import CHINCHILLA_TOKENS_PER_PARAM, DEFAULT_BATCH_TOKENS
+from gpucluster.plan.train_plan import TrainingPlan, plan_training
+from gpucluster.specs.workload import TransformerSpec, load_model_spec, model_presets
+
+PRECISIONS = ("bf16", "fp16", "fp8")
+# Stack settings with a flag of their own (also accepted as layout keys), and their allowed values.
+STACK_FLAGS = {"attention": "--attention", "overlap_dp_comm": "--dp-overlap", "overlap_tp_comm": "--tp-overlap",
+               "moe_overlap": "--moe-overlap"}
+CHOICES = {"recompute": ("none", "selective", "full"), "attention": ("flash", "unfused"),
+           "moe_overlap": ("none", "dualpipe"), "moe_dispatcher": ("alltoall", "deepep")}
+
+
+def default_batch_tokens(model: str) -> tuple[float, str]:
+    """The batch the model's publisher trained with (the preset's published_batch_tokens), else
+    ~4M tokens (Llama 2's), and where the figure comes from."""
+    presets = model_presets()
+    if model in presets:
+        preset = presets.get(model)
+        if preset.published_batch_tokens is not None:
+            v = preset.published_batch_tokens.value
+            title = preset.sources[preset.published_batch_tokens.source].title
+            return v, f"{v / 1e6:.1f}M tokens per step, as published ({title})"
+    return DEFAULT_BATCH_TOKENS, (f"~{DEFAULT_BATCH_TOKENS / 2**20:.0f}M tokens per step "
+                                  "(Llama 2's; the model has no published batch)")
+
+
+def _tokens(tokens: int | str | None, spec: TransformerSpec) -> tuple[int, str]:
+    from gpucluster.model.transformer_params import params
+    from gpucluster.units import parse_count
+
+    if tokens is None:
+        return (int(CHINCHILLA_TOKENS_PER_PARAM * params(spec).active),
+                f"Chinchilla: {CHINCHILLA_TOKENS_PER_PARAM} tokens per active parameter")
+    try:
+        n = parse_count(tokens) if isinstance(tokens, str) else int(tokens)
+    except (ValueError, OverflowError) as exc:
+        raise UserError(str(exc), field="--tokens") from None
+    if n < 1:
+        raise UserError(f"must be >= 1, got {tokens}", field="--tokens")
+    return n, "given"
+
+
+def merge_stack(fixed: dict[str, Any], stack: dict[str, Any]) -> dict[str, Any]:
+    """Layout keys plus the stack flags; a flag and a layout key that disagree are an error."""
+    out = dict(fixed)
+    for key, value in stack.items():
+        if value is None:
+            continue
+        flag = STACK_FLAGS.get(key, key)
+        if key in CHOICES and value not in CHOICES[key]:
+            raise UserError(f"must be {' or '.join(CHOICES[key])}, got {value!r}", field=flag)
+        if key in out and out[key] != value:
+            raise UserError(f"{flag} says {value} but --layout says {key}={out[key]}", field=flag)
+        out[key] = value
+    if "attention" in out:
+        out["flash_attention"] = out.pop("attention") == "flash"
+    return out
+
+
+def plan_train(model: str | TransformerSpec, *, cluster: str | None = None, pool: str | None = None,
+               gpu: str | None = None, nodes: int | None = None, nic: str = "NDR400",
+               nics_per_node: int | None = None, tokens: int | str | None = None, global_batch: int | None = None,
+               seq_len: int | None = None, layout: dict[str, Any] | None = None, precision: str = "bf16",
+               top: int = 5, tp_across_domains: bool = False, attention: str | None = None,
+               dp_overlap: bool | None = None, tp_overlap: bool | None = None,
+               moe_overlap: str | None = None) -> TrainingPlan:
+    """Plan a training run: the best layouts, step time, memory, time and GPU-hours, and what the
+    figures rest on (`plan.confidence`). Bad input raises `UserError` naming the field."""
+    spec = model if isinstance(model, TransformerSpec) else load_model_spec(model)
+    target = from_options(cluster, pool, gpu, nodes, nic, nics_per_node)
+    if precision not in PRECISIONS:
+        raise UserError(f"must be {', '.join(PRECISIONS)}, got {precision!r}", field="--precision")
+    if precision not in target.fabric.gpu.peak_tflops:
+        raise UserError(f"{target.fabric.gpu_name} has no {precision} tensor cores", field="--precision")
+    s = seq_len if seq_len is not None else spec.seq_len
+    if s < 1:
+        raise UserError(f"must be >= 1, got {s}", field="--seq-len")
+    if top < 1:
+        raise UserError(f"must be >= 1, got {top}", field="--top")
+    budget, tokens_source = _tokens(tokens, spec)
+    batch_tokens, batch_source = default_batch_tokens(model) if isinstance(model, str) else (
+        DEFAULT_BATCH_TOKENS, f"~{DEFAULT_BATCH_TOKENS / 2**20:.0f}M tokens per step")
+    gbs = global_batch if global_batch is not None else max(1, round(batch_tokens / s))
+    if gbs < 1:
+        raise UserError(f"must be >= 1, got {gbs}", field="--global-batch")
+    fixed = merge_stack(layout or {}, {"attention": attention, "overlap_dp_comm": dp_overlap,
+                                       "overlap_tp_comm": tp_overlap, "moe_overlap": moe_overlap})
+    plan = plan_training(spec, target, gbs, budget, s, fixed=fixed, top=top, precision=precision,
+                         tp_across_domains=tp_across_domains)
+    plan.tokens_source = tokens_source
+    plan.global_batch_source = "given" if global_batch is not None else batch_source
+    plan.fixed = fixed
+    plan.tp_across_domains = tp_across_domains
+    return plan
