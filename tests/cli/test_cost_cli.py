@@ -58,7 +58,7 @@ def test_reliability_table_without_cluster():
 def test_facility():
     data = json.loads(run("facility", "examples/ng8-32node.yaml", "--json", check_rc=0).stdout)
     [rack] = data["racks"]
-    assert rack["nodes_per_rack"] == 4 and abs(rack["node_kw"] - 7.52) < 0.01
+    assert rack["nodes_per_rack"] == 4 and abs(rack["node_kw"] - 10.2) < 0.01
     out = run("facility", "examples/mixed-h100-h200-mi300x.yaml", check_rc=0).stdout
     assert "mi300x" in out and "A per phase" in out
 

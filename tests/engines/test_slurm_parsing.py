@@ -93,8 +93,6 @@ def test_sacct_without_the_new_columns_still_reads(tmp_path):
     assert j.final_state == "completed" and j.exit_code is None and j.partition == "" and j.time_limit_s is None
 
 
-@pytest.mark.xfail(strict=True, reason="needs the trace workload to carry SacctJob.final_state into the simulator "
-                                       "(sim/trace_workload.py, sim/simulator.py: not in this change)")
 def test_failed_history_replays_as_failed(tmp_path):
     import json
 

@@ -232,8 +232,6 @@ def test_sacct_history_imported_and_replayed(slurm, tmp_path):
         assert s["jobs"]["total"] == rep["jobs"]
 
 
-@pytest.mark.xfail(strict=True, reason="needs the trace workload to carry SacctJob.final_state into the "
-                                       "simulator (sim/trace_workload.py, sim/simulator.py: not in this change)")
 def test_failed_job_replays_as_failed(slurm, tmp_path):
     _history_of(slurm, [["--gres=gpu:h200:2", "--job-name=fails", "--wrap", "sleep 1; exit 3"]])
     trace, scen = tmp_path / "sacct.txt", tmp_path / "replay.yaml"

@@ -233,7 +233,10 @@ class Simulation:
             job.restart_gpu_s += share * job.run_restart
         job.attained += job.gpus * (self.kernel.now - job.run_start)
         job.done = job.work
-        self._stop(job, COMPLETED, "end", on_schedule=True)
+        final = job.extra.get("final_state", COMPLETED)   # a replayed job ends as its history says (sacct)
+        if final != COMPLETED and not job.reason:
+            job.reason = f"recorded {job.extra.get('slurm_state', final)}"
+        self._stop(job, final, "end", on_schedule=True)
 
     def interrupt(self, job: Job, why: str, save: bool = False, requeue: bool = True) -> None:
         """Cut a running job short: a failure, a preemption, a scale-down, the horizon."""

@@ -57,6 +57,8 @@ def trace(ctx: Context, w: Any, loc: tuple) -> None:
                     work=float("inf") if w.hold else j.duration * s, milli=j.milli, cpu_milli=j.cpu_milli, mem_mib=j.mem_mib,
                     types=frozenset(types) if types else None, queue=w.queue, priority=w.priority,
                     ckpt_interval=w.checkpoint_minutes * 60.0, ckpt_write=w.checkpoint_write_s,
-                    restart_s=w.restart_s)
+                    restart_s=w.restart_s,
+                    # how the job ended in the history (sacct: failed, cancelled) and what it recorded
+                    extra=j.record() if hasattr(j, "record") else {})
     if dropped:
         ctx.notes.append(f"{w.name}: {dropped:,} trace jobs arrive after the horizon and were not replayed")

@@ -1,6 +1,7 @@
-"""Rack power over the budget: nodes per rack x node power at full load (GPU and CPU TDP, NICs,
-host remainder) against facility.rack_kw_budget. Error more than 5% over; warning up to 5%
-over, the margin of the host remainder (an estimate in prices.yaml: fans, DRAM, NVMe, PSU losses)."""
+"""Rack power over the budget: nodes per rack x node power at full load (the vendor's system
+maximum where facility.yaml has one, else the parts: GPU and CPU TDP, NICs, host remainder)
+against facility.rack_kw_budget. An error when over; a warning up to 5% over only for a node
+summed from parts, the margin of its host remainder (an estimate: fans, DRAM, NVMe, PSU losses)."""
 
 from __future__ import annotations
 
@@ -22,7 +23,8 @@ class RackPower(Rule):
         for r in ctx.facility.racks:
             if not r.over_budget:
                 continue
-            close = r.rack_kw <= r.budget_kw * (1 + MARGIN)
+            # The margin covers the host-remainder estimate; a vendor's rated system maximum has none.
+            close = r.node.estimate and r.rack_kw <= r.budget_kw * (1 + MARGIN)
             yield Finding(
                 self.id, "warning" if close else "error",
                 f"pool {r.pool}: {r.nodes_per_rack} nodes x {r.node.kw:.2f} kW = {r.rack_kw:.1f} kW per rack, over "
