@@ -178,13 +178,15 @@ def submit(target: Annotated[str, typer.Argument(help="Training plan JSON (an sb
     if path.suffix == ".json":
         from gpucluster.generate.plan_file import load_plan
         from gpucluster.generate.slurm import SlurmOptions, sbatch_script
-        from gpucluster.generate.torchrun import Launch
+        from gpucluster.generate.torchrun import Launch, layout_notes
 
         opts = {"job_name": job_name, "partition": partition, "account": account, "gres_type": gres_type}
         if time is not None:            # else the generator's own default, as `generate slurm` has it
             opts["time"] = time
-        text = sbatch_script(load_plan(target), Launch(script=script, script_args=tuple(arg or ())),
-                             SlurmOptions(**opts))
+        job = load_plan(target)
+        for w in layout_notes(job, "megatron")[1]:   # what `generate slurm` would warn about
+            print(f"warning: {w}", file=sys.stderr)
+        text = sbatch_script(job, Launch(script=script, script_args=tuple(arg or ())), SlurmOptions(**opts))
         script_path, temporary = None, True
     else:
         if gres_type is not None:
