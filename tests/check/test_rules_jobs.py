@@ -211,3 +211,11 @@ def test_good_files_parse(tmp_path):
     good = {**job("good-train-70b.sbatch"), **job("good-nccl.env"), **job("seed-ds-13b.json"),
             **job("seed-infer-pod.yaml"), **job("torchrun.txt")}
     assert findings(tmp_path, "job-parse", jobs=good) == []
+
+
+def test_deepspeed_batch_with_more_model_parallel_ranks_than_gpus_is_a_finding(tmp_path):
+    # Fuzz finding: dp = world // (tp x pp) was 0 and divided by zero.
+    cfg = '{"train_batch_size": 64, "train_micro_batch_size_per_gpu": 4}'
+    run = {"run.txt": "torchrun --nnodes=1 --nproc_per_node=8 train.py --tensor-model-parallel-size 64\n"}
+    [f] = findings(tmp_path, "deepspeed-batch", jobs={"ds.json": cfg, **run})
+    assert f.severity == "error" and "exceeds the world size" in f.title

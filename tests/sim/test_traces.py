@@ -85,3 +85,17 @@ def test_the_shared_openb_trace_reads_cleanly(shared_dir):
     assert got.skipped["without GPUs"] == 1088 and len(got.jobs) == 8152 - 1088
     nodes, _ = read_nodes(str(shared_dir / "traces" / "openb_node_list_gpu_node.csv"))
     assert len(nodes) == 1213 and sum(n.gpus for n in nodes) == 6212
+
+
+def test_openb_inf_and_overlong_fields_are_bad_rows_or_one_line(tmp_path):
+    from gpucluster.errors import UserError
+    from gpucluster.sim.traces.openb import read_pods
+
+    head = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,creation_time,deletion_time\n"
+    p = tmp_path / "pods.csv"
+    p.write_text(head + "p1,1000,100,1,1000,0,inf\np2,1000,100,1,1000,0,10\n")
+    r = read_pods(str(p))
+    assert r.rows == 2 and len(r.jobs) == 1
+    p.write_text(head + "p1,1000,100,1,1000,0,10," + "x" * 200_000 + "\n")
+    with pytest.raises(UserError, match="not a readable CSV"):
+        read_pods(str(p))

@@ -383,3 +383,15 @@ def test_dump_load_identity(data):
     assert dump_cluster(again) == dump_cluster(spec)
     assert spec.total_gpus == sum(p["count"] * int(p.get("gpus_per_node") or p["gpu"].split(":")[1])
                                   for p in data["node_pools"])
+
+
+def test_absurd_node_counts_are_refused(tmp_path):
+    from gpucluster.errors import UserError
+    from gpucluster.specs.cluster import load_cluster
+
+    data = yaml.safe_load(open("examples/h200-256-ndr400.yaml"))
+    data["node_pools"][0]["count"] = 10**30
+    p = tmp_path / "c.yaml"
+    p.write_text(yaml.safe_dump(data))
+    with pytest.raises(UserError, match="count"):
+        load_cluster(str(p))

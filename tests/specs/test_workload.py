@@ -145,3 +145,12 @@ def test_models_command_lists_and_shows():
     assert out.exit_code == 0 and "174.6" in out.output and "Brown et al. 2020" in out.output
     out = run(app, ["models", "--json"])
     assert len(json.loads(out.output)) == len(model_presets())
+
+
+def test_absurd_model_sizes_are_refused_before_any_search():
+    from pydantic import ValidationError
+
+    from gpucluster.specs.workload import TransformerSpec
+
+    with pytest.raises(ValidationError, match="layers"):
+        TransformerSpec(layers=2**31, hidden=1024, heads=8, vocab=1000, seq_len=128)

@@ -7,6 +7,8 @@ from typing import Annotated, Optional
 
 import typer
 
+from gpucluster.cli.safe_text import plain
+
 generate_app = typer.Typer(help="Write sbatch, torchrun, DeepSpeed, Kubernetes and Kueue files from a plan.",
                            no_args_is_help=True)
 
@@ -29,14 +31,14 @@ def _check_out(out: str | None) -> None:
 def _emit(text: str, out: str | None, executable: bool = False, warnings: list[str] | None = None) -> None:
     """Called only once the whole text is generated: a bad plan writes nothing anywhere."""
     for w in warnings or ():
-        typer.echo(f"warning: {w}", err=True)
+        typer.echo(f"warning: {plain(w)}", err=True)
     if out is None:
         typer.echo(text, nl=False)
         return
     from gpucluster.generate.output import write_atomic
 
     write_atomic(out, text, executable)
-    typer.echo(f"wrote {out}", err=True)
+    typer.echo(f"wrote {plain(str(out))}", err=True)
 
 
 def _launch(script: str, arg: list[str] | None, style: str, ds: str | None = None):

@@ -27,10 +27,12 @@ def halves(r: dict) -> tuple[dict | None, dict | None]:
 
 
 def print_nccl_table(header: list[str], rows: list[dict], avg: float, footer: list[str] = ()) -> None:
+    from gpucluster.cli.safe_text import plain
+
     out = print  # plain print: rich would wrap the fixed-width table on narrow terminals
-    out(f"# {header[0]}")
+    out(f"# {plain(header[0])}")
     for line in header[1:]:
-        out(f"#  {line}")
+        out(f"#  {plain(line)}")
     out("#")
     out("#                                                              out-of-place                       in-place")
     out("#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong")
@@ -39,13 +41,13 @@ def print_nccl_table(header: list[str], rows: list[dict], avg: float, footer: li
     for r in rows:
         oop, inp = halves(r)
         bad += bool((oop or {}).get("wrong") or (inp or {}).get("wrong"))
-        out(f"{r['size_bytes']:>12} {r['count']:>13} {r['type']:>9} {r['redop']:>7} {r['root']:>7} "
-            f"{_half(oop)} {_half(inp)}")
+        out(plain(f"{r['size_bytes']:>12} {r['count']:>13} {r['type']:>9} {r['redop']:>7} {r['root']:>7} "
+                  f"{_half(oop)} {_half(inp)}"))
     out(f"# Out of bounds values : {bad} {'OK' if not bad else 'FAILED'}")
     out(f"# Avg bus bandwidth    : {avg:.4g} ")
     out("#")
     for line in footer:
-        out(f"# {line}")
+        out(f"# {plain(line)}")
 
 
 def algorithm_changes(rows: list[dict]) -> list[str]:

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rich.markup import escape
-
-from gpucluster.cli.render import console, num, print_json
+from gpucluster.cli.render import console, num, print_json, safe
 from gpucluster.model.training.step import TERMS
 from gpucluster.plan.advise import LABEL
 from gpucluster.plan.train_plan import TrainingPlan
@@ -26,11 +24,11 @@ def render_plan(plan: TrainingPlan, meta: dict[str, Any], top: int) -> None:
     from rich.table import Table
 
     best, spec, tgt = plan.best, plan.spec, plan.target
-    console.print(f"[bold]Training plan[/bold]: {spec.name or 'model'} ({_si(meta['params'])} parameters) on "
-                  f"{tgt.description}")
-    console.print(f"  fabric: {tgt.fabric.describe()}")
-    console.print(f"  {_si(plan.tokens)} tokens ({meta['tokens_source']}), global batch {plan.global_batch} x "
-                  f"{plan.seq_len} tokens ({meta['global_batch_source']})")
+    console.print(f"[bold]Training plan[/bold]: {safe(spec.name or 'model')} ({_si(meta['params'])} parameters) on "
+                  f"{safe(tgt.description)}")
+    console.print(f"  fabric: {safe(tgt.fabric.describe())}")
+    console.print(f"  {_si(plan.tokens)} tokens ({safe(meta['tokens_source'])}), global batch {plan.global_batch} x "
+                  f"{plan.seq_len} tokens ({safe(meta['global_batch_source'])})")
     console.print(f"\n[bold]Recommended layout[/bold]: {best.layout.short()}")
     console.print(f"  step {best.step_s:.3f} s | {num(best.tokens_per_s, 0)} tokens/s "
                   f"({num(best.tokens_per_s_per_gpu, 0)} per GPU) | model {best.model_tflops_per_gpu:.0f} TFLOP/s "
@@ -38,11 +36,11 @@ def render_plan(plan: TrainingPlan, meta: dict[str, Any], top: int) -> None:
                   f"(of {best.peak_tflops:g} TFLOP/s {best.layout.precision} peak)")
     conf = plan.confidence
     if conf.above_best_published:
-        console.print(f"  [bold yellow]above the best published run[/bold yellow]: {escape(conf.above_best_published)}")
+        console.print(f"  [bold yellow]above the best published run[/bold yellow]: {safe(conf.above_best_published)}")
     elif conf.best_published:
-        console.print(f"  [dim]best published {best.layout.precision} MFU on this GPU: {escape(conf.best_published)}[/dim]")
+        console.print(f"  [dim]best published {best.layout.precision} MFU on this GPU: {safe(conf.best_published)}[/dim]")
     for a in conf.assumptions:
-        console.print(f"  [yellow]assumption[/yellow]: {escape(a)}")
+        console.print(f"  [yellow]assumption[/yellow]: {safe(a)}")
 
     t = Table(title="Step time breakdown", title_justify="left")
     for col in ("term", "seconds", "share", ""):
@@ -67,9 +65,9 @@ def render_plan(plan: TrainingPlan, meta: dict[str, Any], top: int) -> None:
                   f"({num(plan.steps, 0)} steps) = {num(plan.gpu_hours, 0)} GPU-hours")
     rent = plan.rental()
     if rent:
-        console.print(f"  at ${rent[0]:.2f} per GPU-hour: ${num(rent[0] * plan.gpu_hours, 0)}  [dim]({rent[1]})[/dim]")
+        console.print(f"  at ${rent[0]:.2f} per GPU-hour: ${num(rent[0] * plan.gpu_hours, 0)}  [dim]({safe(rent[1])})[/dim]")
     console.print(f"  total compute {plan.total_model_flops:.3g} FLOPs (Megatron's count; 6 x N x D gives "
-                  f"{plan.six_nd:.3g}); on one {tgt.fabric.gpu_name} at this per-GPU rate: "
+                  f"{plan.six_nd:.3g}); on one {safe(tgt.fabric.gpu_name)} at this per-GPU rate: "
                   f"{format_duration(plan.one_gpu_s)}")
 
     if len(plan.search.ranked) > 1:
@@ -82,10 +80,11 @@ def render_plan(plan: TrainingPlan, meta: dict[str, Any], top: int) -> None:
                       f"{e.memory.total / 2**30:.0f}", f"{LABEL[over]} {e.terms[over]:.2f} s")
         console.print(a)
         console.print(f"  why #1 wins: {_why(plan)}")
-    console.print(f"[bold]Bottleneck[/bold]: {plan.advice.text}")
+    console.print(f"[bold]Bottleneck[/bold]: {safe(plan.advice.text)}")
     s = plan.search
     console.print(f"[dim]searched {s.considered} layouts, {s.estimated} fit in memory"
-                  + (f"; rejected: {', '.join(f'{n} x {r}' for r, n in s.rejected.most_common(3))}" if s.rejected else "")
+                  + (f"; rejected: {safe(', '.join(f'{n} x {r}' for r, n in s.rejected.most_common(3)))}"
+                     if s.rejected else "")
                   + "[/dim]")
 
 

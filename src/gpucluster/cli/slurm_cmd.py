@@ -12,7 +12,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from gpucluster.cli.render import console, print_json
+from gpucluster.cli.render import console, print_json, safe
 
 slurm_app = typer.Typer(help="Submit to Slurm, follow jobs, import sacct history.", no_args_is_help=True)
 Timeout = Annotated[float, typer.Option(help="Seconds to wait for each Slurm command")]
@@ -77,18 +77,16 @@ def output_args(script_text: str, sbatch_args: list[str], cwd: Path) -> tuple[li
 
 def _follow_and_report(client, job_id: int, follow: bool, wait: float | None, poll: float, json_out: bool,
                        stdout: str | None = None) -> None:
-    from rich.markup import escape
-
     from gpucluster.engines.slurm import find_bench_result, read_tail
 
     if not follow:
-        print_json({"job_id": job_id, "stdout": stdout}) if json_out else console.print(f"submitted job {job_id}")
+        print_json({"job_id": job_id, "stdout": stdout}) if json_out else console.print(f"submitted job {safe(job_id)}")
         return
     if not json_out:
-        console.print(f"submitted job {job_id}; following")
+        console.print(f"submitted job {safe(job_id)}; following")
     st = client.follow(job_id, poll_s=poll, timeout_s=wait, stdout=stdout,
-                       on_change=None if json_out else lambda s: console.print(f"  {s.state}"
-                                                                              + (f" ({escape(s.reason)})" if s.reason
+                       on_change=None if json_out else lambda s: console.print(f"  {safe(s.state)}"
+                                                                              + (f" ({safe(s.reason)})" if s.reason
                                                                                  else "")))
     bench, tail = None, None
     if st.stdout:
@@ -102,15 +100,15 @@ def _follow_and_report(client, job_id: int, follow: bool, wait: float | None, po
         print_json({**st.to_json(), "stdout_tail": tail, "bench": bench})
     else:
         verdict = "failed" if st.failed else "lost" if st.state == "LOST" else "completed"
-        console.print(f"job {job_id} {verdict}: {st.state}, {st.exit_text()}"
-                      + (f", nodes {escape(st.nodes)}" if st.nodes else "")
-                      + (f", output {escape(st.stdout)}" if st.stdout else ""))
+        console.print(f"job {safe(job_id)} {verdict}: {safe(st.state)}, {safe(st.exit_text())}"
+                      + (f", nodes {safe(st.nodes)}" if st.nodes else "")
+                      + (f", output {safe(st.stdout)}" if st.stdout else ""))
         if st.stdout and tail is None:
-            console.print(f"  (cannot read {escape(st.stdout)} here: is it on a file system this host shares?)")
+            console.print(f"  (cannot read {safe(st.stdout)} here: is it on a file system this host shares?)")
         elif tail and st.state != "COMPLETED":
             console.print("  last lines of its output:")
             for line in tail.rstrip("\n").splitlines()[-10:]:
-                console.print(f"  | {escape(line)}", highlight=False)
+                console.print(f"  | {safe(line)}", highlight=False)
         if bench:
             from gpucluster.cli.nccl_table import print_nccl_table
             print_nccl_table([f"job {job_id}: measured {bench['op']}_perf ({bench['backend']}, srun)",
@@ -266,8 +264,8 @@ def status(job_id: Annotated[int, typer.Argument(help="Slurm job id")], timeout:
     if json_out:
         print_json(st.to_json())
     else:
-        console.print(f"job {job_id} {st.state} (from {st.source}); "
-                      + (st.exit_text() if st.done else "still running") + f"; nodes {st.nodes or '-'}",
+        console.print(f"job {safe(job_id)} {safe(st.state)} (from {safe(st.source)}); "
+                      + (safe(st.exit_text()) if st.done else "still running") + f"; nodes {safe(st.nodes or '-')}",
                       highlight=False)
 
 
@@ -322,6 +320,6 @@ def import_(out: Annotated[str, typer.Option("--out", "-o", help="Trace file to 
     if json_out:
         print_json(info)
     else:
-        console.print(f"wrote {out}: {read.rows} jobs in the history, {len(read.jobs)} with GPUs to replay; "
-                      f"states {', '.join(f'{k} {v}' for k, v in sorted(states.items())) or '-'}"
-                      + (f"; scenario {scenario}" if scenario else ""), highlight=False)
+        console.print(f"wrote {safe(out)}: {read.rows} jobs in the history, {len(read.jobs)} with GPUs to replay; "
+                      f"states {safe(', '.join(f'{k} {v}' for k, v in sorted(states.items())) or '-')}"
+                      + (f"; scenario {safe(scenario)}" if scenario else ""), highlight=False)

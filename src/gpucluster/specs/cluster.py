@@ -52,7 +52,7 @@ def _canonical(reg: Registry, name: str) -> str:
 class StorageNic(Strict):
     """NICs of a separate storage network (not used by collectives)."""
     nic: str = Field(description="catalog NIC name, e.g. RoCE-200G")
-    count: int = Field(ge=1, description="storage NICs per node")
+    count: int = Field(ge=1, le=1024, description="storage NICs per node")
 
     @field_validator("nic")
     @classmethod
@@ -84,20 +84,20 @@ class Prices(Strict):
 class NodePool(Strict):
     """A group of identical nodes."""
     name: str = Field(min_length=1, description="unique pool name, e.g. h100")
-    count: int = Field(ge=1, description="number of nodes in the pool")
+    count: int = Field(ge=1, le=1_000_000, description="number of nodes in the pool")
     gpu: str = Field(description="catalog GPU name (H100-SXM5-80GB, or an alias such as H100); "
                                  "SkyPilot form TYPE:COUNT (H100:8) also sets gpus_per_node")
-    gpus_per_node: int = Field(ge=1, description="GPUs per node (may be omitted when gpu is TYPE:COUNT)")
+    gpus_per_node: int = Field(ge=1, le=1024, description="GPUs per node (may be omitted when gpu is TYPE:COUNT)")
     scale_up_domain: int | None = Field(
         None, ge=1, description="override of the scale-up (NVLink) domain size in GPUs, e.g. 72 for "
                                 "GB200 NVL72 racks; default: the catalog's domain, capped at gpus_per_node "
                                 "unless the catalog domain is rack-scale (more than 8 GPUs)")
     cpu: str | None = Field(None, description="CPU model name per socket, e.g. AMD EPYC 9654 (free text)")
-    cpu_sockets: int = Field(1, ge=1, description="CPU sockets per node")
-    cpu_cores: int = Field(ge=1, description="CPU cores per node, all sockets together")
+    cpu_sockets: int = Field(1, ge=1, le=64, description="CPU sockets per node")
+    cpu_cores: int = Field(ge=1, le=1_000_000, description="CPU cores per node, all sockets together")
     ram_gib: float = Field(gt=0, description="host RAM per node, GiB")
     local_nvme_tb: float = Field(0.0, ge=0, description="local NVMe capacity per node, TB (1e12 bytes)")
-    nics_per_node: int = Field(ge=1, description="compute-fabric NICs (ports) per node")
+    nics_per_node: int = Field(ge=1, le=1024, description="compute-fabric NICs (ports) per node")
     nic: str = Field(description="catalog NIC name of the compute fabric, e.g. NDR400")
     rail_optimized: bool = Field(
         False, description="NIC i of every node goes to the leaf of rail i (NVIDIA DGX SuperPOD wiring)")

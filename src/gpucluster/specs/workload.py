@@ -44,17 +44,17 @@ class TransformerSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str | None = Field(None, description="free text, e.g. the preset name")
-    layers: PositiveInt = Field(description="transformer layers (blocks)")
-    hidden: PositiveInt = Field(description="model width h (residual stream)")
-    heads: PositiveInt = Field(description="attention (query) heads a")
+    layers: PositiveInt = Field(le=100_000, description="transformer layers (blocks)")
+    hidden: PositiveInt = Field(le=10_000_000, description="model width h (residual stream)")
+    heads: PositiveInt = Field(le=1_000_000, description="attention (query) heads a")
     kv_heads: PositiveInt | None = Field(None, validate_default=True,
                                          description="key/value heads (GQA); default heads; 1 = MQA")
     ffn_hidden: PositiveInt | None = Field(None, validate_default=True,
                                            description="MLP inner width of dense layers; default 4 * hidden")
     gated_mlp: bool = Field(False, description="SwiGLU-style 3-matrix MLP (gate, up, down)")
-    vocab: PositiveInt = Field(description="vocabulary size V (as the logits layer sees it)")
-    seq_len: PositiveInt = Field(description="sequence length s (tokens per sample)")
-    experts: PositiveInt = Field(1, description="MoE routed experts per MoE layer; 1 = dense model")
+    vocab: PositiveInt = Field(le=1_000_000_000, description="vocabulary size V (as the logits layer sees it)")
+    seq_len: PositiveInt = Field(le=1_000_000_000, description="sequence length s (tokens per sample)")
+    experts: PositiveInt = Field(1, le=1_000_000, description="MoE routed experts per MoE layer; 1 = dense model")
     experts_per_token: PositiveInt = Field(1, description="MoE top-k: routed experts each token goes to")
     moe_ffn_hidden: PositiveInt | None = Field(None, validate_default=True,
                                                description="FFN width of one expert; default ffn_hidden")

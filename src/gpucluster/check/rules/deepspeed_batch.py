@@ -65,6 +65,10 @@ class DeepSpeedBatch(Rule):
             tbs, mb, gas = (given.get(k) for k in KEYS)
             ev = {"world_size": world, "world_basis": basis, "tp": tp, "pp": pp, "dp": dp} | given
             line = job.deepspeed_lines.get("train_batch_size") or job.deepspeed_lines.get(next(iter(given)))
+            if dp < 1:
+                yield Finding(self.id, "error", f"tensor x pipeline parallel {tp} x {pp} exceeds the world size {world}",
+                              f"tensor x pipeline parallel at most {world} GPUs", ev, job.at(line))
+                continue
             if len(given) == 3:
                 if tbs != mb * gas * dp:
                     yield Finding(self.id, "error", f"train_batch_size {tbs} != micro batch {mb} x accumulation {gas} "

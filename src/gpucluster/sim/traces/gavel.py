@@ -11,6 +11,8 @@ time at the same quantile of `philly_runtime.csv` (longer jobs stay longer).
 
 from __future__ import annotations
 
+import math
+
 from collections import defaultdict
 from pathlib import Path
 
@@ -33,7 +35,10 @@ def read_gavel(path: str, limit: int | None = None, runtimes: str | None = None)
                 out.bad_row(lineno, f"{len(parts)} tab-separated fields, expected 7")
                 continue
             try:
-                steps, arrival, gpus = float(parts[4]), float(parts[5]), int(float(parts[6]))
+                steps, arrival, gpus_f = float(parts[4]), float(parts[5]), float(parts[6])
+                if not all(math.isfinite(v) for v in (steps, arrival, gpus_f)) or gpus_f > 2**31:
+                    raise ValueError
+                gpus = int(gpus_f)
             except ValueError:
                 out.bad_row(lineno, "a number field is not a number")
                 continue

@@ -12,6 +12,7 @@ they hold CPU that GPU pods need).
 from __future__ import annotations
 
 import csv
+import math
 
 from gpucluster.errors import UserError
 from gpucluster.sim.state import NodeInfo
@@ -21,11 +22,22 @@ POD_COLUMNS = ("name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli", "creat
 NODE_COLUMNS = ("sn", "cpu_milli", "memory_mib", "gpu", "model")
 
 
+MAX_GPUS_PER_NODE = 1024
+
+
 def _int(text: str) -> int:
     v = float(text)
-    if v != int(v):
+    if not math.isfinite(v) or v != int(v) or abs(v) > 2**53:
         raise ValueError(text)
     return int(v)
+
+
+def _rows(reader: csv.DictReader, path: str):
+    """The reader's rows; a malformed CSV (a field over the csv module's limit, a NUL) is one line."""
+    try:
+        yield from reader
+    except csv.Error as exc:
+        raise UserError(f"not a readable CSV: {exc}", file=path, line=reader.line_num) from None
 
 
 def _open(path: str, columns: tuple[str, ...]) -> tuple[csv.DictReader, object]:
@@ -44,7 +56,7 @@ def read_pods(path: str, limit: int | None = None, cpu_pods: bool = False) -> Tr
     out = TraceRead(path, "openb")
     reader, f = _open(path, POD_COLUMNS)
     with f:
-        for row in reader:
+        for row in _rows(reader, path):
             line = reader.line_num
             out.rows += 1
             try:
@@ -86,7 +98,7 @@ def read_nodes(path: str) -> tuple[list[NodeInfo], TraceRead]:
     nodes: list[NodeInfo] = []
     reader, f = _open(path, NODE_COLUMNS)
     with f:
-        for row in reader:
+        for row in _rows(reader, path):
             out.rows += 1
             try:
                 cpu, mem, gpus = _int(row["cpu_milli"]), _int(row["memory_mib"]), _int(row["gpu"])
@@ -99,6 +111,9 @@ def read_nodes(path: str) -> tuple[list[NodeInfo], TraceRead]:
                 continue
             if cpu < 0 or mem < 0:
                 out.bad_row(reader.line_num, "a negative value")
+                continue
+            if gpus > MAX_GPUS_PER_NODE:
+                out.bad_row(reader.line_num, f"{gpus} GPUs in one node (more than {MAX_GPUS_PER_NODE})")
                 continue
             nodes.append(NodeInfo(row["sn"], model, model, gpus, 0, cpu, mem))
     if not nodes:
