@@ -75,20 +75,12 @@ class MegatronArgs:
 
 
 def plan_stage_layers(layers: int, pp: int, embedding: bool = False, loss: bool = False) -> list[int]:
-    """Transformer layers per pipeline stage as the planner splits them
-    (model/transformer_params.stage_layer_counts; a test holds the two together): as even as
-    possible, extra layers to the middle stages first, then the last, then the first; the
-    embedding and the loss, when counted, take one layer's place on the first/last stage."""
-    if pp > 1 and (embedding or loss):
-        counts = plan_stage_layers(layers + int(embedding) + int(loss), pp)
-        counts[0] -= int(embedding)
-        counts[-1] -= int(loss)
-        return counts
-    counts = [layers // pp] * pp
-    order = list(range(1, pp - 1)) + [pp - 1, 0] if pp > 1 else [0]
-    for i in range(layers % pp):
-        counts[order[i % len(order)]] += 1
-    return counts
+    """Transformer layers per pipeline stage as the planner splits them (the planner's own
+    function: as even as possible, extra layers to the middle stages first, then the last,
+    then the first; the embedding and the loss, when counted, take one layer's place)."""
+    from gpucluster.model.transformer_params import stage_layer_counts
+
+    return stage_layer_counts(layers, pp, embedding, loss)
 
 
 def layout_string(counts: list[int]) -> str:
