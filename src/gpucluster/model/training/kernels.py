@@ -10,9 +10,10 @@ Megatron-Core, NeMo and Megatron-DeepSpeed run):
 Each kernel costs what the GPU needs for it (GEMMs: compute.GemmCurve, batched and with
 wave quantization; memory-bound kernels: bytes / achievable HBM bandwidth). A pass over a
 layer also cannot run faster than the host issues its kernels (eager PyTorch runs the
-Python op, autograd bookkeeping and the CUDA launch for each, `host_floor_s`): a GPU whose
-kernels are shorter than that waits for the host. That floor is what makes small models
-slow per FLOP (the vTrain runs: ~3 ms per layer and micro batch whatever the width). The backward pass runs two GEMMs per forward GEMM (data and weight
+Python op, autograd bookkeeping and the CUDA launch for each: HOST_S_PER_KERNEL per
+modelled kernel): a GPU whose kernels are shorter than that waits for the host. That floor
+is what makes small models slow per FLOP (the vTrain runs: ~3 ms per layer and micro batch
+whatever the width). The backward pass runs two GEMMs per forward GEMM (data and weight
 gradients), FlashAttention's backward kernel (2.5x the forward's work: 5 matrix products
 to 2, Dao 2023), and memory-bound kernels moving about twice the forward's bytes.
 
@@ -28,13 +29,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gpucluster.catalog import catalog
 from gpucluster.model.training.compute import GemmCurve, attention_tflops, gemm_curve, hbm_gbps
 from gpucluster.model.transformer_flops import layer_gemms
-from gpucluster.catalog import catalog
 from gpucluster.specs.workload import TransformerSpec
 
 HOST_S_PER_KERNEL = 50e-6       # host cost of one modelled kernel, fitted (benchmarks/cross_validate.py)
-HOST_BLEND_POWER = 2.0          # GPU and host times combine as (g^p + h^p)^(1/p): queueing smooths the max
+HOST_BLEND_POWER = 2.0          # GPU and host combine as (g^p + h^p)^(1/p): queueing smooths the max (fitted)
 BACKWARD_MEMORY_FACTOR = 2.0    # backward memory-bound kernels move ~2x the forward's bytes
 FLASH_BACKWARD_FACTOR = 2.5     # Dao 2023, FlashAttention-2 section 3.2: 5 products to 2
 BACKWARD_KERNELS_PER_FORWARD = 2.0  # data and weight gradients per GEMM; a backward per element-wise op
