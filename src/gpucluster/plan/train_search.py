@@ -38,6 +38,7 @@ class SearchResult:
     estimated: int = 0                      # layouts whose step time was computed
     rejected: Counter = field(default_factory=Counter)   # reason -> count
     smallest_misfit: Estimate | None = None  # the layout that came closest to fitting
+    equivalent: int = 0                     # layouts left out of `ranked` as ties of a simpler one
 
     @property
     def best(self) -> Estimate | None:
@@ -99,7 +100,17 @@ def search(spec: TransformerSpec, fabric: TrainingFabric, gpus: int, global_batc
     # Equal step times: prefer the simpler layout (less context, pipeline and tensor parallelism).
     fits.sort(key=lambda e: (round(e.step_s, 9), e.layout.cp, e.layout.pp, e.layout.tp, e.layout.ep,
                              e.layout.interleave, e.layout.micro_batch))
-    result.ranked = fits[:top]
+    # Layouts the model cannot tell apart (the same step time to a microsecond: a micro batch or
+    # an interleave that changes nothing the model sees) are one answer: keep the simplest.
+    ranked: list[Estimate] = []
+    for e in fits:
+        if ranked and abs(e.step_s - ranked[-1].step_s) < 1e-6:
+            result.equivalent += 1
+            continue
+        ranked.append(e)
+        if len(ranked) == top:
+            break
+    result.ranked = ranked
     return result
 
 

@@ -178,7 +178,8 @@ def serve_report(result: Any, meta: dict[str, Any], sim: Any, *, spec: Any, fabr
     if b.price_source:
         notes.append(f"price: {b.price_source}")
     return Report(title=f"Serving plan: {meta['model']} at {rate:,.0f} requests/s",
-                  subtitle=f"on {meta['target']}; SLO: {', '.join(slo) or 'none'}", facts=facts,
+                  subtitle=f"{b.replicas:,} x {b.hardware} {shape} = {b.gpus:,} processors (node type searched: "
+                           f"{meta['target']}); SLO: {', '.join(slo) or 'none'}", facts=facts,
                   conclusions=conclusions, figures=figures, tables=[table], notes=notes)
 
 
