@@ -84,3 +84,13 @@ def test_validate_bad_file(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("schema: gpucluster-validation/v1\ncases:\n  - id: x\n    kind: [\n")
     assert_one_line_error(run("validate", str(bad)), "bad.yaml", "YAML syntax error")
+
+
+def test_help_is_not_cut_when_piped():
+    import os
+    import subprocess
+
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    out = subprocess.run([str(EXE), "plan", "train", "--help"], capture_output=True, text=True, env=env,
+                         check=True).stdout
+    assert "…" not in out and "--tp-across-domains" in out

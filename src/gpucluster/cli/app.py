@@ -3,6 +3,7 @@ so that `gpucluster --help` and `gpucluster catalog` start fast."""
 
 from __future__ import annotations
 
+import os
 import sys
 
 import typer
@@ -72,6 +73,10 @@ def main() -> None:
 
     args, quiet = _global_flags(sys.argv[1:])
     set_quiet(quiet)
+    if not sys.stdout.isatty() and "COLUMNS" not in os.environ:
+        # Piped or redirected (a pager, a file, CI): rich would lay help and tables out in 80
+        # columns and cut option names and help text with an ellipsis.
+        os.environ["COLUMNS"] = "160"
     try:
         code = app(args=args, prog_name="gpucluster", standalone_mode=False)
     except UserError as exc:
