@@ -71,3 +71,11 @@ def test_bad_paths_are_one_line_user_errors(tmp_path, bad, needle):
     with pytest.raises(UserError) as e:
         H.write_atomic(tmp_path / bad, "x")
     assert needle in e.value.message and "--html" in e.value.message and "\n" not in e.value.message
+
+
+def test_a_report_without_figures_carries_no_plotly():
+    from gpucluster.report.html import Report, render
+
+    page = render(Report(title="t", subtitle="s", facts=[("a", "b")], conclusions=["c"], figures=[], tables=[],
+                         notes=[]))
+    assert len(page) < 50_000   # plotly.js alone is ~4.8 MB

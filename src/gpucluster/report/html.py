@@ -135,10 +135,14 @@ _BOOT = """
 
 
 def render(report: Report, plotlyjs: str | None = None) -> str:
-    """The whole page as one string. `plotlyjs` is for tests (the real library is ~4.8 MB)."""
-    if plotlyjs is None:
+    """The whole page as one string. `plotlyjs` is for tests (the real library is ~4.8 MB); a
+    report without figures carries none of it."""
+    if not report.figures:
+        plotlyjs = ""
+    elif plotlyjs is None:
         from plotly.offline import get_plotlyjs
         plotlyjs = get_plotlyjs()
+    script = f'<script type="text/javascript">{plotlyjs}</script>' if plotlyjs else ""
     from gpucluster import __version__
 
     facts = "".join(f'<div class="fact"><div class="k">{esc(k)}</div><div class="v">{esc(v)}</div></div>'
@@ -159,7 +163,7 @@ def render(report: Report, plotlyjs: str | None = None) -> str:
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{esc(report.title)}</title>
 <style>{_CSS}</style>
-<script type="text/javascript">{plotlyjs}</script>
+{script}
 </head>
 <body>
 <main>
