@@ -94,3 +94,18 @@ def test_checkpoint_counts():
     assert (sp.saved, sp.useful_s, sp.ckpt_s, sp.lost_s) == (3, 3, 1, 2)
     keep = saved_at(0, 10, 1, 3, 1, 0, 6, keep_all=True)
     assert keep.saved == 5 and keep.lost_s == 0
+
+
+def test_cancel_of_an_event_that_already_ran_keeps_pending_exact():
+    from gpucluster.sim.kernel import Kernel
+
+    k = Kernel()
+    ran = []
+    t1 = k.at(1.0, 0, ran.append, 1)
+    k.at(2.0, 0, ran.append, 2)
+    k.run(until=1.5)
+    k.cancel(t1)          # already ran: ignored
+    k.cancel(t1)
+    assert k.pending() == 1
+    k.run()
+    assert ran == [1, 2] and k.pending() == 0

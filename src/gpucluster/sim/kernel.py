@@ -30,6 +30,7 @@ class Kernel:
         self._heap: list[tuple[float, int, int, Handler, Any]] = []
         self._seq = 0
         self._cancelled: set[int] = set()
+        self._live: set[int] = set()     # scheduled, not yet run or cancelled
         self._streams: dict[str, np.random.Generator] = {}
         self.events = 0             # events handled (cancelled ones not counted)
         self.stop_requested = False  # set from outside (e.g. a SIGINT handler); run() returns early
@@ -42,13 +43,18 @@ class Kernel:
         seq = self._seq
         self._seq = seq + 1
         heapq.heappush(self._heap, (time, priority, seq, handler, payload))
+        self._live.add(seq)
         return seq
 
     def after(self, delay: float, priority: int, handler: Handler, payload: Any = None) -> int:
         return self.at(self.now + delay, priority, handler, payload)
 
     def cancel(self, token: int | None) -> None:
-        if token is not None:
+        """Cancel a scheduled event; a token that already ran (or was cancelled) is ignored, so
+        that `pending()` stays exact (a heap cannot tell cheaply whether a token is still in
+        it, so the kernel keeps the set of live tokens)."""
+        if token is not None and token in self._live:
+            self._live.discard(token)
             self._cancelled.add(token)
 
     def pending(self) -> int:
@@ -69,7 +75,7 @@ class Kernel:
         """Handle events in order until the heap is empty, the next event is after
         `until` (the clock is then set to `until`), or `stop_requested` is set.
         Returns True when stopped early by `stop_requested` (results are partial)."""
-        heap, dead, pop = self._heap, self._cancelled, heapq.heappop
+        heap, dead, live, pop = self._heap, self._cancelled, self._live, heapq.heappop
         limit = float("inf") if until is None else until
         n = self.events
         next_report = n + progress_every
@@ -85,6 +91,7 @@ class Kernel:
             if time > limit:
                 break
             pop(heap)
+            live.discard(seq)
             self.now = time
             handler(payload)
             n += 1
