@@ -222,8 +222,9 @@ def _dp_exposed(spec: TransformerSpec, lay: Layout, fab: TrainingFabric, t_f: fl
 PARAM_TENSORS_PER_LAYER = 12  # QKV, output, fc1, fc2 weights and biases; two norms' weights and biases
 
 
-def weight_tensors(spec: TransformerSpec) -> list[float]:
-    """Parameters of each large weight matrix of one (MoE if any) layer: what ZeRO-3 gathers one by one."""
+def weight_tensors(spec: TransformerSpec, ep: int = 1) -> list[float]:
+    """Parameters of each large weight matrix of one (MoE if any) layer that a GPU of an `ep`-way
+    expert group holds: what ZeRO-3 gathers one by one."""
     h, a = spec.hidden, spec.heads
     if spec.attention == "mla":
         out = [a * spec.v_dim * h]  # the output projection; MLA's low-rank projections are small
@@ -233,7 +234,7 @@ def weight_tensors(spec: TransformerSpec) -> list[float]:
     gate = 2 if spec.gated_mlp else 1
     if spec.is_moe:
         fe = int(spec.moe_ffn_hidden)  # type: ignore[arg-type]
-        out += [gate * h * fe, h * fe] * (spec.experts + spec.shared_experts)
+        out += [gate * h * fe, h * fe] * (spec.experts // ep + spec.shared_experts)
     else:
         f = int(spec.ffn_hidden)  # type: ignore[arg-type]
         out += [gate * h * f, h * f]
@@ -255,7 +256,7 @@ def _zero3_exposed(spec: TransformerSpec, lay: Layout, fab: TrainingFabric, n: i
     What the rest cannot hide behind compute is exposed too (all of it when overlap_dp_comm is
     off)."""
     layer_bytes = params(spec).total / spec.layers / lay.tp * GRAD_BYTES
-    tensors = [t / lay.tp for t in weight_tensors(spec)]
+    tensors = [t / lay.tp for t in weight_tensors(spec, lay.ep)]
     big = sum(t for t in tensors if t > lay.zero3_prefetch_params) / max(sum(tensors), 1.0)
     k = max(PARAM_TENSORS_PER_LAYER, len(tensors))
     ag = k * fab.time_s("all_gather", layer_bytes / k, n, stride)
