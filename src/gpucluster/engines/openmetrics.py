@@ -6,8 +6,9 @@ from __future__ import annotations
 import math
 import os
 import re
-import tempfile
 from dataclasses import dataclass, field
+
+from gpucluster.files import replace_atomically
 
 _NAME = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]*$")
 _LABEL = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
@@ -68,22 +69,7 @@ def write_textfile(path: str, families: list[Family], openmetrics: bool = False)
     """Atomically, as node-exporter's textfile collector wants: a temporary file in the same folder,
     flushed to disk, mode 0644 (mkstemp makes it 0600, which a collector running as another user
     could not read), then renamed over the target. A failure leaves no temporary file behind."""
-    d = os.path.dirname(os.path.abspath(path))
-    text = render(families, openmetrics=openmetrics)
-    fd, tmp = tempfile.mkstemp(dir=d, prefix=".gpucluster-", suffix=".prom.tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    replace_atomically(os.path.abspath(path), render(families, openmetrics=openmetrics), 0o644)
 
 
 def collective_families(result: dict) -> list[Family]:

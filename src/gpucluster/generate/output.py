@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
 from gpucluster.errors import UserError
+from gpucluster.files import replace_atomically
 
 
 def check_out_path(out: str) -> Path:
@@ -33,21 +33,7 @@ def write_atomic(out: str, text: str, executable: bool = False) -> None:
     scheduler picking the script up) never sees half a file, and a failed write leaves the old
     file as it was."""
     path = check_out_path(out)
-    tmp = None
     try:
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, (0o777 if executable else 0o666) & ~_umask())
-        os.replace(tmp, path)
-        tmp = None
+        replace_atomically(path, text, (0o777 if executable else 0o666) & ~_umask())
     except OSError as exc:
         raise UserError(f"cannot write: {exc.strerror or exc}", file=out, field="--out") from None
-    finally:
-        if tmp is not None:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass

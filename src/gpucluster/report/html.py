@@ -13,12 +13,12 @@ import html
 import json
 import os
 import sys
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from gpucluster.errors import UserError
+from gpucluster.files import replace_atomically
 
 PLOT_HEIGHT_PX = 430
 
@@ -192,25 +192,12 @@ def write_atomic(path: str | os.PathLike[str], text: str, field_name: str = "--h
                         field=field_name)
     if not parent.is_dir():
         raise UserError(f"folder {parent} does not exist; create it or choose another path", field=field_name)
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise UserError(f"cannot write in {parent}: permission denied; choose another folder", field=field_name)
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=parent)
+        replace_atomically(target, text, 0o644)
     except OSError as exc:
-        raise UserError(f"cannot write in {parent}: {exc.strerror}; choose another folder", field=field_name) from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, target)
-    except BaseException as exc:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        if isinstance(exc, OSError):
-            raise UserError(f"cannot write {target}: {exc.strerror}", field=field_name) from None
-        raise
+        raise UserError(f"cannot write {target}: {exc.strerror}", field=field_name) from None
     return target.resolve()
 
 
