@@ -51,6 +51,12 @@ class Job:
     data: float = 0.0              # pipeline: bytes to read
     tier: str | None = None        # pipeline: storage tier
     rate_per_gpu: float = 0.0      # pipeline: bytes/s one GPU can consume
+    # -- what a Slurm history (sacct) says about the job; empty for generated jobs --------
+    time_limit_s: float | None = None  # wall seconds per run: killed at it (TIMEOUT); None = unlimited
+    partition: str = ""
+    qos: str = ""
+    account: str = ""
+    recorded_wait_s: float | None = None  # the wait the real cluster recorded (Start - Eligible)
     # -- progress and outcome -----------------------------------------------------
     state: str = PENDING
     done: float = 0.0              # work saved (checkpointed) so far
