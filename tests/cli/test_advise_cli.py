@@ -34,3 +34,14 @@ def test_without_a_deadline_the_answer_states_the_assumed_one_and_the_token_budg
     doc = json.loads(run("advise", "--model", "llama3-70b", "--json", check_rc=0).stdout)
     assert doc["deadline_source"].startswith("assumed") and "Chinchilla" in doc["tokens_source"]
     assert doc["answer"] != "1 node (8 GPUs)"
+
+
+def test_times_on_a_gpu_without_its_own_runs_are_marked_assumed():
+    # H200 (the default) has no published training run: every GPU rung says so, in JSON and text.
+    doc = json.loads(run("advise", "--model", "llama2-7b", "--tokens", "10B", "--deadline", "24h", "--json",
+                         check_rc=0).stdout)
+    fitted = [r for r in doc["rungs"] if r["kind"] == "gpu" and r["fits"]]
+    assert fitted and all(r["confidence"] == "assumed" for r in fitted)
+    assert any("no published bf16 training run on H200" in a for a in fitted[-1]["assumptions"])
+    out = run("advise", "--model", "llama2-7b", "--tokens", "10B", "--deadline", "24h", check_rc=0).stdout
+    assert "assumed, not validated" in out and "sustained fraction" in out

@@ -99,6 +99,16 @@ def _serving(spec, gpu: str, nic: str, cpu: str, sockets: int, rate_text: str) -
     return out
 
 
+def _print_assumptions(rungs) -> None:
+    """The training times rest on what the plan could not check on this GPU: say so once."""
+    notes = list(dict.fromkeys(a for r in rungs for a in r.assumptions))
+    if not notes:
+        return
+    console.print("  [yellow]The times to train are assumed, not validated:[/yellow]")
+    for a in notes:
+        console.print(f"  [dim]- {safe(a)}[/dim]")
+
+
 def _render(spec, rungs, answer, bor, deadline_s, serving) -> None:
     from rich.table import Table
 
@@ -119,6 +129,7 @@ def _render(spec, rungs, answer, bor, deadline_s, serving) -> None:
     console.print(t)
     console.print("  [dim]time to train without failures (training planner); failure every: MTBF of a job that size "
                   "(Llama 3 rates, `gpucluster reliability`)[/dim]")
+    _print_assumptions(rungs)
     if answer is None:
         console.print("[bold]Answer[/bold]: nothing on the ladder fits and meets the deadline; a longer deadline, "
                       "faster GPUs or a smaller model")

@@ -42,6 +42,9 @@ class Rung:
     gpu_hours: float | None = None
     layout: str = ""
     meets_deadline: bool | None = None
+    # What the time to train rests on (plan.confidence): "validated" or "assumed", and why.
+    confidence: str | None = None
+    assumptions: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -102,8 +105,11 @@ def gpu_rung(model: TransformerSpec, tokens: int, gpu: str, per_node: int, nodes
         plan = train(model, target, tokens, precision)
     except UserError as exc:
         return Rung(label, "gpu", n_gpus, nodes, False, exc.reason, mtbf_s=mtbf)
+    conf = plan.confidence
+    notes = conf.assumptions + ([conf.above_best_published] if conf.above_best_published else [])
     return Rung(label, "gpu", n_gpus, nodes, True, time_s=plan.time_to_train_s, mtbf_s=mtbf,
-                gpu_hours=plan.gpu_hours, layout=plan.best.layout.short())
+                gpu_hours=plan.gpu_hours, layout=plan.best.layout.short(), confidence=conf.level,
+                assumptions=notes)
 
 
 def ladder(model: TransformerSpec, gpu: str, nic: str, tokens: int | None = None, deadline_s: float | None = None,
