@@ -23,7 +23,7 @@ def test_sacct_reads_jobs_and_counts_bad_rows():
     assert sum(got.bad.values()) == 3
     assert got.first_bad["unreadable time"] == 8
     assert got.first_bad["times out of order"] == 11
-    assert got.skipped == {"job steps": 1, "without GPUs": 1, "never started": 1}
+    assert got.skipped == {"job steps": 1, "without GPUs": 1, "cancelled before starting": 1}
     assert "3 bad rows skipped" in got.summary()
 
 

@@ -26,8 +26,8 @@ from gpucluster.errors import UserError
 
 TERMINAL = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "PREEMPTED",
             "BOOT_FAIL", "DEADLINE")
-HISTORY_FIELDS = ("JobID", "JobName", "User", "Partition", "Submit", "Start", "End", "Elapsed", "State",
-                  "ExitCode", "AllocTRES", "ReqTRES", "NNodes", "QOS", "Timelimit")
+HISTORY_FIELDS = ("JobID", "JobName", "User", "Account", "Partition", "QOS", "Submit", "Eligible", "Start", "End",
+                  "Elapsed", "Timelimit", "State", "ExitCode", "AllocTRES", "ReqTRES", "NNodes")
 STATUS_FIELDS = ("JobID", "JobName", "State", "ExitCode", "NodeList", "Reason")
 _UNSET_PATH = ("", "(null)", "None")
 

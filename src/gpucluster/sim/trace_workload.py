@@ -59,6 +59,7 @@ def trace(ctx: Context, w: Any, loc: tuple) -> None:
                     ckpt_interval=w.checkpoint_minutes * 60.0, ckpt_write=w.checkpoint_write_s,
                     restart_s=w.restart_s,
                     # how the job ended in the history (sacct: failed, cancelled) and what it recorded
-                    extra=j.record() if hasattr(j, "record") else {})
+                    extra=j.record() if hasattr(j, "record") else {},
+                    **(j.job_fields(s) if hasattr(j, "job_fields") else {}))   # sacct: limit, partition, QOS
     if dropped:
         ctx.notes.append(f"{w.name}: {dropped:,} trace jobs arrive after the horizon and were not replayed")

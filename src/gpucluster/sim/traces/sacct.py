@@ -1,17 +1,27 @@
 """Slurm accounting exports: `sacct -P` (pipe-separated, header line).
 
-Export with, for example:
-    sacct -a -P -X -S 2024-01-01 -o JobID,Submit,Start,End,Elapsed,State,ExitCode,AllocTRES,ReqTRES,Partition,QOS,Timelimit
+Export with, for example (what `gpucluster slurm import` runs):
+    sacct -a -P -X -S 2024-01-01 -o JobID,JobName,User,Account,Partition,QOS,Submit,Eligible,Start,End,\
+Elapsed,Timelimit,State,ExitCode,AllocTRES,ReqTRES,NNodes
 
 GPUs come from AllocTRES (else ReqTRES, AllocGRES, ReqGRES): `gres/gpu=16` or
 `gres/gpu:h200=16` or `gpu:8`. Run time is End - Start (else Elapsed). Job steps
-(`123.batch`, `123.0`) are skipped, as are jobs without GPUs or that never started.
+(`123.batch`, `123.0`) are skipped, as are jobs without GPUs; jobs that never started
+are counted by why (cancelled while pending, still pending, other), never replayed:
+their run time is unknown.
 
-Each job keeps what the history says about how it ended: its Slurm state (a FAILED, TIMEOUT,
-NODE_FAIL or CANCELLED job ran for End - Start and then did not complete), exit code and
-signal (`ExitCode` 3:0, 0:9), partition, QOS, time limit and the wait it recorded (Start -
-Submit). `SacctJob.final_state` is the simulator's name for that end (completed, failed or
-cancelled); the trace workload replays the job as ending so at its recorded run time.
+Each job keeps what the history says about its queue and its end: partition, QOS,
+account, user, time limit, Slurm state (a FAILED, TIMEOUT, NODE_FAIL or CANCELLED job
+ran for End - Start and then did not complete), exit code and signal (`ExitCode` 3:0,
+0:9) and the wait it recorded: Start - Eligible (Slurm's scheduler sees a job from its
+eligible time: after a --begin or a dependency), Start - Submit when Eligible is not in
+the export. The simulator's arrival is that same moment, so simulated and recorded
+waits measure the same thing. `SacctJob.final_state` is the simulator's name for the end
+(completed, failed or cancelled).
+
+A row whose fields cannot be read (a time, a time limit, an exit code, a state Slurm
+does not have) is a bad row, counted by reason with its first line, never a silent
+default.
 """
 
 from __future__ import annotations
@@ -23,10 +33,13 @@ from datetime import datetime
 from gpucluster.errors import UserError
 from gpucluster.sim.traces import TraceJob, TraceRead, readers
 
-# Slurm job states by how the simulator counts them. RUNNING (End Unknown, run time from Elapsed)
-# and REQUEUED are replayed as what they are so far: work that ran, counted as completed.
+# Slurm job states (sacct --helpstate) by how the simulator counts them. RUNNING (End Unknown,
+# run time from Elapsed), REQUEUED, SUSPENDED and RESIZING are replayed as what they are so far:
+# work that ran, counted as completed.
 FAILED_STATES = ("FAILED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE")
 CANCELLED_STATES = ("CANCELLED", "PREEMPTED", "REVOKED")
+OTHER_STATES = ("COMPLETED", "RUNNING", "PENDING", "REQUEUED", "SUSPENDED", "RESIZING")
+STATES = FAILED_STATES + CANCELLED_STATES + OTHER_STATES
 _UNLIMITED = ("UNLIMITED", "Partition_Limit", "INVALID")
 
 
@@ -38,8 +51,12 @@ class SacctJob(TraceJob):
     signal: int | None = None
     partition: str = ""
     qos: str = ""
-    time_limit_s: float | None = None  # None: unlimited or not in the export
-    wait_s: float = 0.0               # recorded Start - Submit
+    account: str = ""
+    user: str = ""
+    nodes: int | None = None          # NNodes
+    time_limit_s: float | None = None  # None: unlimited, the partition's limit, or not in the export
+    wait_s: float = 0.0               # recorded Start - Eligible (Start - Submit without Eligible)
+    eligible_delay_s: float = 0.0     # Eligible - Submit (a --begin or a dependency held it)
 
     @property
     def final_state(self) -> str:
@@ -52,12 +69,25 @@ class SacctJob(TraceJob):
     def record(self) -> dict:
         """The recorded facts, for a simulator job's `extra`."""
         return {"slurm_state": self.state, "exit_code": self.exit_code, "signal": self.signal,
-                "partition": self.partition, "qos": self.qos, "time_limit_s": self.time_limit_s,
-                "recorded_wait_s": self.wait_s, "final_state": self.final_state}
+                "partition": self.partition, "qos": self.qos, "account": self.account, "user": self.user,
+                "nodes": self.nodes, "time_limit_s": self.time_limit_s, "recorded_wait_s": self.wait_s,
+                "eligible_delay_s": self.eligible_delay_s, "final_state": self.final_state}
+
+    def job_fields(self, time_scale: float = 1.0) -> dict:
+        """The simulator Job's Slurm fields. A job that ran past its limit without a TIMEOUT (Slurm's
+        OverTimeLimit grace, KillWait) keeps its recorded end: its limit is raised to its run time,
+        so the replay does not turn it into a timeout."""
+        limit = self.time_limit_s
+        if limit is not None and self.state != "TIMEOUT":
+            limit = max(limit, self.duration)
+        return {"time_limit_s": None if limit is None else limit * time_scale, "partition": self.partition,
+                "qos": self.qos, "account": self.account, "recorded_wait_s": self.wait_s * time_scale}
+
 
 _TRES_GPU = re.compile(r"gres/gpu(?::([\w.-]+))?=(\d+)")
 _GRES_GPU = re.compile(r"gpu(?::([\w.-]+))?:(\d+)")
 _ELAPSED = re.compile(r"^(?:(\d+)-)?(?:(\d+):)?(\d+):(\d+(?:\.\d+)?)$")
+_LIMIT = re.compile(r"^(?:(\d+)-(\d+)(?::(\d+)(?::(\d+))?)?|(\d+)(?::(\d+)(?::(\d+))?)?)$")
 GPU_FIELDS = ("AllocTRES", "ReqTRES", "AllocGRES", "ReqGRES")
 UNSET = ("", "Unknown", "None", "N/A")
 
@@ -70,6 +100,7 @@ def parse_time(text: str) -> float | None:
 
 
 def parse_elapsed(text: str) -> float:
+    """sacct Elapsed: [D-]HH:MM:SS or MM:SS."""
     m = _ELAPSED.match(text.strip())
     if not m:
         raise ValueError(text)
@@ -78,25 +109,39 @@ def parse_elapsed(text: str) -> float:
 
 
 def parse_exit_code(text: str) -> tuple[int | None, int | None]:
-    """(exit code, signal) from sacct's EXIT:SIGNAL; a signal means no exit code."""
-    m = re.match(r"^\s*(\d+)(?::(\d+))?\s*$", text or "")
-    if not m:
+    """(exit code, signal) from sacct's EXIT:SIGNAL; a signal means no exit code. Raises
+    ValueError on text that is not EXIT[:SIGNAL] with both in 0..255; empty text is unknown."""
+    text = (text or "").strip()
+    if not text:
         return None, None
+    m = re.match(r"^(\d+)(?::(\d+))?$", text)
+    if not m:
+        raise ValueError(text)
     code, sig = int(m.group(1)), int(m.group(2) or 0)
     if code > 255 or sig > 255:
-        return None, None
+        raise ValueError(text)
     return (None, sig) if sig else (code, None)
 
 
 def parse_time_limit(text: str) -> float | None:
-    """sacct Timelimit: [D-]HH:MM:SS, MM:SS, UNLIMITED or Partition_Limit (None)."""
+    """A Slurm time limit in seconds: every form sbatch --time takes and sacct prints
+    (minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS). None for no limit of the job's own:
+    UNLIMITED, Partition_Limit (the partition's MaxTime, not in the export), INVALID or empty.
+    Raises ValueError on anything else."""
     text = (text or "").strip()
     if text in UNSET or text in _UNLIMITED:
         return None
-    try:
-        return parse_elapsed(text)
-    except ValueError:
-        return None
+    m = _LIMIT.match(text)
+    if not m:
+        raise ValueError(text)
+    d, dh, dm, ds, a, b, c = m.groups()
+    if d is not None:   # days-hours[:minutes[:seconds]]
+        return int(d) * 86400 + int(dh) * 3600 + int(dm or 0) * 60 + int(ds or 0)
+    if c is not None:   # hours:minutes:seconds
+        return int(a) * 3600 + int(b) * 60 + int(c)
+    if b is not None:   # minutes:seconds
+        return int(a) * 60 + int(b)
+    return int(a) * 60  # minutes
 
 
 def gpus_of(row: dict[str, str]) -> tuple[int, str | None] | None:
@@ -111,6 +156,70 @@ def gpus_of(row: dict[str, str]) -> tuple[int, str | None] | None:
                 return sum(n for _, n in typed), typed[0][0]
             return int(found[0][1]), None
     return None
+
+
+class _Bad(Exception):
+    """A row that cannot be read: its reason."""
+
+
+def _job_of(row: dict[str, str], out: TraceRead) -> tuple[float, float, int, str | None, str, dict] | None:
+    """One row as (arrival, run time, GPUs, GRES type, job id, facts), None when not replayed
+    (counted in out.skipped); raises _Bad for a corrupt row."""
+    job_id = row.get("JobID", "")
+    if "." in job_id:
+        out.skipped["job steps"] += 1
+        return None
+    words = (row.get("State") or "COMPLETED").split()
+    state = words[0].upper() if words else "COMPLETED"
+    if state not in STATES:
+        raise _Bad(f"unknown state {state[:40]!r}")
+    try:
+        submit = parse_time(row["Submit"])
+        eligible = parse_time(row.get("Eligible", ""))
+        start = parse_time(row.get("Start", ""))
+        end = parse_time(row.get("End", ""))
+    except ValueError:
+        raise _Bad("unreadable time") from None
+    if submit is None:
+        raise _Bad("no submit time")
+    if start is None:   # never ran: no run time to replay
+        if state in CANCELLED_STATES:
+            out.skipped["cancelled before starting"] += 1
+        elif state == "PENDING":
+            out.skipped["still pending"] += 1
+        else:
+            out.skipped["never started"] += 1
+        return None
+    try:
+        limit = parse_time_limit(row.get("Timelimit", ""))
+    except ValueError:
+        raise _Bad("unreadable time limit") from None
+    try:
+        code, sig = parse_exit_code(row.get("ExitCode", ""))
+    except ValueError:
+        raise _Bad("unreadable exit code") from None
+    if end is not None:
+        duration = end - start
+    else:
+        try:
+            duration = parse_elapsed(row.get("Elapsed", ""))
+        except ValueError:
+            raise _Bad("no end time or elapsed") from None
+    arrival = submit if eligible is None else eligible
+    if duration < 0 or start < submit or (eligible is not None and (eligible < submit or start < eligible)):
+        raise _Bad("times out of order")
+    nn = (row.get("NNodes") or "").strip()
+    if nn and not nn.isdigit():
+        raise _Bad("unreadable NNodes")
+    g = gpus_of(row)
+    if g is None or g[0] == 0:
+        out.skipped["without GPUs"] += 1
+        return None
+    facts = {"state": state, "exit_code": code, "signal": sig, "partition": row.get("Partition", ""),
+             "qos": row.get("QOS", ""), "account": row.get("Account", ""), "user": row.get("User", ""),
+             "nodes": int(nn) if nn else None, "time_limit_s": limit, "wait_s": start - arrival,
+             "eligible_delay_s": arrival - submit}
+    return arrival, duration, g[0], g[1], job_id, facts
 
 
 @readers.register("sacct", "slurm")
@@ -132,51 +241,19 @@ def read_sacct(path: str, limit: int | None = None) -> TraceRead:
             if len(parts) != len(header):
                 out.bad_row(lineno, f"{len(parts)} fields, header has {len(header)}")
                 continue
-            row = dict(zip(header, parts))
-            job_id = row.get("JobID", "")
-            if "." in job_id:
-                out.skipped["job steps"] += 1
-                continue
             try:
-                submit = parse_time(row["Submit"])
-                start = parse_time(row.get("Start", ""))
-                end = parse_time(row.get("End", ""))
-            except ValueError:
-                out.bad_row(lineno, "unreadable time")
+                got = _job_of(dict(zip(header, parts)), out)
+            except _Bad as why:
+                out.bad_row(lineno, str(why))
                 continue
-            if submit is None:
-                out.bad_row(lineno, "no submit time")
-                continue
-            if start is None:
-                out.skipped["never started"] += 1
-                continue
-            if end is not None:
-                duration = end - start
-            else:
-                try:
-                    duration = parse_elapsed(row.get("Elapsed", ""))
-                except ValueError:
-                    out.bad_row(lineno, "no end time or elapsed")
-                    continue
-            if duration < 0 or start < submit:
-                out.bad_row(lineno, "times out of order")
-                continue
-            g = gpus_of(row)
-            if g is None or g[0] == 0:
-                out.skipped["without GPUs"] += 1
-                continue
-            state = (row.get("State") or "COMPLETED").split()
-            code, sig = parse_exit_code(row.get("ExitCode", ""))
-            facts = {"state": state[0].upper() if state else "COMPLETED", "exit_code": code, "signal": sig,
-                     "partition": row.get("Partition", ""), "qos": row.get("QOS", ""),
-                     "time_limit_s": parse_time_limit(row.get("Timelimit", "")), "wait_s": start - submit}
-            rows.append((submit, duration, g[0], g[1], job_id, facts))
-            if limit is not None and len(rows) >= limit:
-                break
+            if got is not None:
+                rows.append(got)
+                if limit is not None and len(rows) >= limit:
+                    break
     t0 = min((r[0] for r in rows), default=0.0)
-    for submit, duration, gpus, gtype, job_id, facts in rows:
+    for arrival, duration, gpus, gtype, job_id, facts in rows:
         t = _catalog_name(gtype)
-        out.jobs.append(SacctJob(submit - t0, duration, gpus, gpu_types=(t,) if t else None, name=job_id, **facts))
+        out.jobs.append(SacctJob(arrival - t0, duration, gpus, gpu_types=(t,) if t else None, name=job_id, **facts))
     return out
 
 
