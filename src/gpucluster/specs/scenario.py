@@ -18,7 +18,9 @@ from typing import Annotated, Any, Literal
 from pydantic import (
     BaseModel,
     ConfigDict,
+    Discriminator,
     Field,
+    Tag,
     ValidationError,
     field_validator,
     model_validator,
@@ -273,17 +275,84 @@ class CloudBurst(Strict):
         return _canonical(catalog.gpus, v)
 
 
+class FlavorQuota(Strict):
+    """Kueue: a ClusterQueue's quota of one ResourceFlavor (here a GPU type), resource nvidia.com/gpu."""
+    nominal_quota: int = Field(ge=0, description="GPUs of this flavor the queue is guaranteed (nominalQuota)")
+    borrowing_limit: int | None = Field(None, ge=0, description="GPUs of this flavor it may borrow from its "
+                                                                "cohort beyond nominal_quota (borrowingLimit; "
+                                                                "default unlimited)")
+    lending_limit: int | None = Field(None, ge=0, description="of its unused nominal quota, GPUs it lends to "
+                                                              "the cohort (lendingLimit; default all)")
+
+
+class KueuePreemption(Strict):
+    """Kueue: whom a pending workload may preempt (ClusterQueue spec.preemption). The defaults differ
+    from Kueue's (Never, Never) and keep this simulator's earlier behaviour."""
+    reclaim_within_cohort: Literal["Never", "LowerPriority", "Any"] = Field(
+        "Any", description="reclaimWithinCohort: preempt workloads of other queues of the cohort that borrow, "
+                           "when the pending one fits in its own nominal quota")
+    within_cluster_queue: Literal["Never", "LowerPriority", "LowerOrNewerEqualPriority"] = Field(
+        "LowerPriority", description="withinClusterQueue: preempt lower-priority workloads of the same queue")
+
+
+class FairSharing(Strict):
+    """Kueue: fair sharing of the cohort's lendable quota (ClusterQueue spec.fairSharing)."""
+    weight: float = Field(1.0, ge=0, description="a queue's borrowed share is divided by its weight (0: borrows "
+                                                 "last)")
+
+
 class Queue(Strict):
-    """A queue's share: Kueue nominal quota (borrowing, preemption) or a static partition's size."""
-    gpus: int = Field(ge=0, description="nominal quota / static partition, GPUs")
-    borrowing_limit: int | None = Field(None, ge=0, description="Kueue: GPUs it may borrow (default unlimited)")
+    """A queue's share: a Kueue ClusterQueue (nominal quota per flavor, cohort, borrowing, lending,
+    preemption, fair sharing) or a static partition's size (`gpus`)."""
+    gpus: int | None = Field(None, ge=0, description="nominal quota over any GPU type / static partition, GPUs")
+    borrowing_limit: int | None = Field(None, ge=0, description="Kueue, with gpus: GPUs it may borrow "
+                                                                "(default unlimited)")
+    lending_limit: int | None = Field(None, ge=0, description="Kueue, with gpus: of its unused quota, GPUs "
+                                                              "it lends (default all)")
+    cohort: str = Field("default", min_length=1, description="Kueue cohort: queues of one cohort borrow each "
+                                                             "other's unused quota")
+    flavors: dict[str, FlavorQuota] | None = Field(None, min_length=1, description="Kueue: quota per "
+                                                   "ResourceFlavor (a GPU type of the cluster), tried in this "
+                                                   "order")
+    preemption: KueuePreemption = Field(default_factory=KueuePreemption)
+    fair_sharing: FairSharing | None = Field(None, description="Kueue fair sharing weight (turns fair sharing "
+                                                               "on for the kueue policy)")
+    queueing_strategy: Literal["BestEffortFIFO", "StrictFIFO"] = Field(
+        "BestEffortFIFO", description="Kueue: StrictFIFO blocks the queue behind a head that does not fit")
+
+    @model_validator(mode="after")
+    def _quota(self) -> Queue:
+        if (self.gpus is None) == (self.flavors is None):
+            raise ValueError("give gpus (a quota over any GPU type, or a partition's size) or flavors "
+                             "(a quota per GPU type), not both")
+        if self.flavors is not None and (self.borrowing_limit is not None or self.lending_limit is not None):
+            raise ValueError("with flavors, borrowing_limit and lending_limit go inside each flavor")
+        for name, fq in (self.flavors or {"gpus": FlavorQuota(nominal_quota=self.gpus or 0,
+                                                              lending_limit=self.lending_limit)}).items():
+            if fq.lending_limit is not None and fq.lending_limit > fq.nominal_quota:
+                where = "lending_limit" if self.flavors is None else f"flavors.{name}.lending_limit"
+                raise ValueError(f"{where} {fq.lending_limit} is above the nominal quota {fq.nominal_quota} "
+                                 "(Kueue lends at most the nominal quota)")
+        return self
+
+    @property
+    def total_gpus(self) -> int:
+        """The nominal quota over all flavors (a static partition's size)."""
+        return self.gpus if self.gpus is not None else sum(f.nominal_quota for f in self.flavors.values())
+
+
+def _cluster_form(v: Any) -> str:
+    """A string is a path, anything else the inline spec: so an inline spec's errors are its own
+    (`cluster.node_pools[0].gpu: unknown GPU ...`), not `cluster.str: Input should be a valid string`."""
+    return "path" if isinstance(v, str) else "inline"
 
 
 class Scenario(Strict):
     name: str = Field(min_length=1)
     description: str = ""
-    cluster: str | ClusterSpec | None = Field(None, description="cluster spec file (relative to this file) "
-                                                                "or the spec inline")
+    cluster: Annotated[Annotated[str, Tag("path")] | Annotated[ClusterSpec, Tag("inline")],
+                       Discriminator(_cluster_form)] | None = Field(
+        None, description="cluster spec file (relative to this file) or the spec inline")
     nodes_csv: str | None = Field(None, description="instead of cluster: openb node list CSV")
     horizon_days: float | None = Field(None, gt=0, description="stop here; default: when all jobs have ended")
     max_days: float = Field(3650.0, gt=0, description="safety stop without a horizon")
@@ -339,6 +408,8 @@ class _Located:
             loc = e["loc"]
             if len(loc) > 2 and loc[0] == "workloads" and isinstance(loc[1], int) and loc[2] in WORKLOAD_KINDS:
                 loc = loc[:2] + loc[3:]
+            if len(loc) > 1 and loc[0] == "cluster" and loc[1] in ("inline", "path"):
+                loc = loc[:1] + loc[2:]
             errs.append({**e, "loc": loc})
         deeper = {e["loc"][0] for e in errs if len(e["loc"]) > 1}
         return [e for e in errs if not (e["type"] == "too_short" and len(e["loc"]) == 1 and e["loc"][0] in deeper)]

@@ -37,7 +37,7 @@ class StaticPartitions(Policy):
         for q, spec in self.queues.items():
             mask = np.zeros(len(st.nodes), dtype=bool)
             got = 0
-            while got < spec.gpus and k < len(order):
+            while got < spec.total_gpus and k < len(order):
                 mask[order[k]] = True
                 got += int(st.node_gpus[order[k]])
                 k += 1
