@@ -212,9 +212,14 @@ class Simulation:
         else:
             wall = segment_wall(job.done, job.work, job.run_speed, job.ckpt_interval, job.ckpt_write,
                                 job.run_restart)
-            job.expected_end = now + wall
-            if wall < INF:
-                job.token = self.kernel.at(job.expected_end, P_END, self._on_end, job)
+            limit = job.time_limit_s
+            if limit is not None and wall > limit:   # Slurm kills it at its time limit (TIMEOUT)
+                job.expected_end = now + limit
+                job.token = self.kernel.at(job.expected_end, P_END, self._on_timeout, job)
+            else:
+                job.expected_end = now + wall
+                if wall < INF:
+                    job.token = self.kernel.at(job.expected_end, P_END, self._on_end, job)
             self.table.add(job.id, job.expected_end, job.gpu_share, int(st.type_index[job.gpu_type]))
         for hook in self.hooks_start:
             hook(job)
@@ -237,6 +242,11 @@ class Simulation:
         if final != COMPLETED and not job.reason:
             job.reason = f"recorded {job.extra.get('slurm_state', final)}"
         self._stop(job, final, "end", on_schedule=True)
+
+    def _on_timeout(self, job: Job) -> None:
+        if job.state == RUNNING:
+            job.reason = job.reason or "timeout: reached its time limit"
+            self.interrupt(job, "timeout", requeue=False)
 
     def interrupt(self, job: Job, why: str, save: bool = False, requeue: bool = True) -> None:
         """Cut a running job short: a failure, a preemption, a scale-down, the horizon."""
@@ -264,7 +274,8 @@ class Simulation:
         elif why == "preempted":
             job.preemptions += 1
         if not requeue:
-            self._stop(job, COMPLETED if why in ("scaled down", "service ended") else CANCELLED, why)
+            self._stop(job, COMPLETED if why in ("scaled down", "service ended")
+                       else FAILED if why == "timeout" else CANCELLED, why)
         elif why == "failure" and job.restarts > job.max_retries:
             job.reason = f"failed {job.restarts} times"
             self._stop(job, FAILED, why)
