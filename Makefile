@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 ENGINES := $(VENV)/.engines
 
-.PHONY: demo test install engines clean bench browser
+.PHONY: demo test install engines clean bench browser lint
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -49,6 +49,17 @@ demo: $(STAMP)
 
 test: $(STAMP) browser $(ENGINES)
 	$(BIN)/python -m pytest
+
+# Static checks: ruff and mypy (pydantic plugin) over src/ tests/ benchmarks/, both at 0 errors
+# (rules and reasons: docs/development.md). mypy keeps its cache in .mypy_cache, so a rerun is fast.
+LINTED := $(VENV)/.lint
+$(LINTED): $(STAMP) pyproject.toml
+	$(BIN)/pip install -q -e '.[test,lint]'
+	touch $(LINTED)
+
+lint: $(LINTED)
+	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/mypy
 
 # Headless Chromium for the browser tests of the HTML reports, from Debian's packages; skipped
 # when present, and when not root (the browser tests then skip and say why).
