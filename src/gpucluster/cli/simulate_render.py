@@ -91,6 +91,7 @@ def render_summary(s: dict[str, Any]) -> None:
                   dur(k["wait_s"]["p99"]), dur(k["jct_s"]["mean"]), dur(k["jct_s"]["p50"]), dur(k["jct_s"]["p99"]),
                   num(k["gpu_hours"], 0), f"{k['restarts']:,}")
     c.print(t)
+    _render_recorded_waits(s)
     for name, sv in (s.get("services") or {}).items():
         c.print(f"Service {safe(name)}: {num(sv['requests'], 0)} requests, {pct(sv['slo_miss_ratio'], 2)} over capacity "
                 f"(SLO misses), under-provisioned {pct(sv['under_provisioned_ratio'])} of the time, peak "
@@ -102,13 +103,32 @@ def render_summary(s: dict[str, Any]) -> None:
     for tr in s.get("traces") or []:
         bad = f", {tr['bad_rows']:,} bad rows skipped" if tr["bad_rows"] else ""
         first = "; ".join(f"{why}: {v['rows']} (first at line {v['first_line']})" for why, v in tr["bad"].items())
+        skipped = ", ".join(f"{n:,} {why}" for why, n in (tr.get("skipped") or {}).items())
         c.print(f"Trace {safe(tr['path'])}: {tr['rows']:,} rows, {tr['jobs']:,} jobs{bad}"
-                + (f" ({safe(first)})" if first else ""))
+                + (f" ({safe(first)})" if first else "") + (f"; not replayed: {safe(skipped)}" if skipped else ""))
     for note in s.get("notes") or []:
         c.print(f"Note: {safe(note)}")
     rate = s.get("events_per_s")
     c.print(f"[dim]{s['events']:,} events in {s['wall_s']:.2f} s" + (f" ({rate:,.0f} events/s)" if rate else "")
             + "[/dim]")
+
+
+def _render_recorded_waits(s: dict[str, Any]) -> None:
+    """A replayed Slurm history: simulated against recorded waits per partition (calibration)."""
+    from rich.table import Table
+
+    from gpucluster.sim.calibration import COLUMNS, comparison_rows
+
+    rows = comparison_rows(s, dur)
+    if not rows:
+        return
+    t = Table(title="Waits, simulated vs recorded (sacct Start - Eligible), jobs started in both",
+              title_justify="left")
+    for col in COLUMNS:
+        t.add_column(col, justify="left" if col == "partition" else "right")
+    for r in rows:
+        t.add_row(safe(r[0]), *r[1:])
+    console.print(t)
 
 
 ROWS = [
@@ -165,4 +185,13 @@ def render_compare(results: dict[str, dict[str, Any]]) -> None:
         t.add_column(safe(name), justify="right")
     for label, fn in ROWS:
         t.add_row(label, *(fn(s) for s in results.values()))
+    if any(s.get("recorded_waits") for s in results.values()):   # a replayed Slurm history
+        for q in ("p50", "p90"):
+            t.add_row(f"wait {q}, all partitions: simulated (recorded)",
+                      *(_vs_recorded(s, q) for s in results.values()))
     console.print(t)
+
+
+def _vs_recorded(s: dict, q: str) -> str:
+    a = (s.get("recorded_waits") or {}).get("all")
+    return "-" if not a else f"{dur(a['simulated_s'][q])} ({dur(a['recorded_s'][q])})"

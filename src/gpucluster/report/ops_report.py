@@ -134,6 +134,10 @@ def simulate_report(summaries: dict[str, dict[str, Any]], jcts: dict[str, list[f
     tables = [Table("Policies" if len(summaries) > 1 else "Summary", cols, rows),
               Table("Job classes", ["policy", "class", "jobs", "completed", "wait p50", "wait p99", "JCT p50",
                                     "JCT p99"], classes)]
+    from gpucluster.sim.calibration import COLUMNS, comparison_rows
+    waits = [[p, *r] for p, s in summaries.items() for r in comparison_rows(s, _dur)]
+    if waits:   # a replayed Slurm history: simulated against recorded waits per partition
+        tables.append(Table("Waits, simulated vs recorded (sacct Start - Eligible)", ["policy", *COLUMNS], waits))
     cl = first["cluster"]
     facts = [("scenario", first["scenario"]), ("cluster", f"{cl['gpus']:,} GPUs on {cl['nodes']:,} nodes"),
              ("simulated", f"{first['simulated_days']:.1f} days"), ("seed", str(first["seed"]))]

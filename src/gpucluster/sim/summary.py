@@ -101,6 +101,10 @@ def summarize(sim: Any, loaded: LoadedScenario, wall_s: float) -> dict[str, Any]
         "makespan_s": (max(j.end for j in done) - first) if done else None,
         "classes": job_classes([j for j in jobs]),
     }
+    from gpucluster.sim.calibration import wait_comparison
+    cal = wait_comparison(jobs)   # a replayed Slurm history: simulated against recorded waits
+    if cal is not None:
+        out["recorded_waits"] = cal
     f = sim.failures
     if f is not None:
         n = len(f.records)

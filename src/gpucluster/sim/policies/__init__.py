@@ -16,6 +16,7 @@ def load_all() -> Registry:
         hetero,
         kueue,
         las,
+        multifactor,
         partition,
         sjf,
         topo,
