@@ -67,9 +67,10 @@ def _catalog_price(entry: Any, attr: str = "price_usd") -> tuple[float, str] | N
     return s.value, _catalog_src(entry, s.source)
 
 
-def _need(found: tuple[float, str] | None, what: str) -> tuple[float, str]:
+def _need(found: tuple[float, str] | None, what: str, keys: str = "") -> tuple[float, str]:
     if found is None:
-        raise UserError(f"no price for {what}: the catalog has none; set it in the cluster spec's prices:")
+        raise UserError(f"no price for {what}: the catalog has none; set it in the cluster spec's prices:"
+                        + (f" ({keys})" if keys else ""))
     return found
 
 
@@ -81,7 +82,8 @@ def _server_items(spec: ClusterSpec, p: NodePool, prices: PriceSet) -> list[Line
     gpu_price = _spec_price(spec, p, "gpu_purchase_usd")
     if gpu_price is None:
         s = gpu.prices.purchase_usd
-        gpu_price = _need(s and (s.value, _catalog_src(gpu, s.source)), f"GPU {gpu.name}")
+        gpu_price = _need(s and (s.value, _catalog_src(gpu, s.source)), f"GPU {gpu.name}",
+                          "gpu_purchase_usd or node_purchase_usd")
     cpu, why = match_cpu(p.cpu, p.cpu_cores / p.cpu_sockets)
     cpu_price = _need(_catalog_price(cpu), f"CPU {cpu.name}")
     nic_price = _need(_catalog_price(p.nic_entry), f"NIC {p.nic}")

@@ -85,7 +85,12 @@ def plan_train(model: str | TransformerSpec, *, cluster: str | None = None, pool
     if precision not in PRECISIONS:
         raise UserError(f"must be {', '.join(PRECISIONS)}, got {precision!r}", field="--precision")
     if precision not in target.fabric.gpu.peak_tflops:
-        raise UserError(f"{target.fabric.gpu_name} has no {precision} tensor cores", field="--precision")
+        has = list(target.fabric.gpu.peak_tflops)
+        usable = [p for p in PRECISIONS if p in has]
+        hint = (f"use --precision {' or '.join(usable)}" if usable else
+                f"the planner trains in {', '.join(PRECISIONS)} only, none of which this GPU has")
+        raise UserError(f"{target.fabric.gpu_name} has no {precision} (it has: {', '.join(has)}); {hint}",
+                        field="--precision")
     s = seq_len if seq_len is not None else spec.seq_len
     if s < 1:
         raise UserError(f"must be >= 1, got {s}", field="--seq-len")
