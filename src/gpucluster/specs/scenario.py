@@ -72,7 +72,7 @@ class Dist(Strict):
         missing = [n for n in need if getattr(self, n) is None]
         if missing:
             raise ValueError(f"dist {self.dist} needs {', '.join(missing)}")
-        if self.dist == "uniform" and self.low >= self.high:
+        if self.dist == "uniform" and self.low is not None and self.high is not None and self.low >= self.high:
             raise ValueError(f"uniform: low {self.low} must be below high {self.high}")
         if self.values is not None and any(v <= 0 for v in self.values):
             raise ValueError("choice: values must be > 0")
@@ -338,7 +338,7 @@ class Queue(Strict):
     @property
     def total_gpus(self) -> int:
         """The nominal quota over all flavors (a static partition's size)."""
-        return self.gpus if self.gpus is not None else sum(f.nominal_quota for f in self.flavors.values())
+        return self.gpus if self.gpus is not None else sum(f.nominal_quota for f in (self.flavors or {}).values())
 
 
 def _cluster_form(v: Any) -> str:
@@ -403,7 +403,7 @@ class _Located:
         self.exc = exc
 
     def errors(self, **kw: Any) -> list[dict[str, Any]]:
-        errs = []
+        errs: list[dict[str, Any]] = []
         for e in self.exc.errors(**kw):
             loc = e["loc"]
             if len(loc) > 2 and loc[0] == "workloads" and isinstance(loc[1], int) and loc[2] in WORKLOAD_KINDS:
