@@ -13,7 +13,7 @@ from gpucluster.sim.jobs import CANCELLED, COMPLETED, FAILED, PENDING, RUNNING
 from gpucluster.sim.metrics import gpu_time
 from gpucluster.sim.run import build, simulate
 
-POLICIES = ["fifo", "backfill", "sjf", "las", "kueue", "hetero", "topo", "binpack", "fgd", "partition"]
+POLICIES = ["fifo", "backfill", "sjf", "las", "kueue", "hetero", "topo", "binpack", "fgd", "partition", "multifactor"]
 
 
 @st.composite
