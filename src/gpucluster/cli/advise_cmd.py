@@ -71,7 +71,8 @@ def advise(
     if serving:
         out["serving"] = serving
     if json_out:
-        print_json(out)
+        from gpucluster.documents import dump
+        print_json(dump("advise", out))
         return
     console.print(f"  tokens: {budget / 1e9:,.0f}B ({tokens_source}); deadline: {format_duration(deadline_s)} "
                   f"({safe(deadline_source)})")

@@ -158,7 +158,8 @@ def gemm(sizes: Annotated[str, typer.Option(help="Square sizes m=n=k, comma-sepa
         from gpucluster.bench.calibration import write_calibration as write
         res["calibration"] = str(write(write_calibration, _gpu_for(gpu, device), gemm_rows=rows, note=device))
     if json_out:
-        print_json(res)
+        from gpucluster.documents import dump
+        print_json(dump("bench-gemm", res))
         return
     for r in rows:
         typer.echo(f"{r['precision']:>5} {r['m']:>6} x {r['n']:>6} x {r['k']:>6}: {r['tflops']:9.1f} TFLOP/s")
@@ -183,7 +184,8 @@ def hbm(size: Annotated[str, typer.Option(help="Buffer size")] = "2G", iters: An
         res["calibration"] = str(write(write_calibration, _gpu_for(gpu, res["device"]), hbm_tbps=res["tbps"],
                                        note=res["device"]))
     if json_out:
-        print_json(res)
+        from gpucluster.documents import dump
+        print_json(dump("bench-hbm", res))
     else:
         typer.echo(f"{plain(res['device'])}: {res['tbps']:.3f} TB/s (copy of {plain(size)}, read + write)")
 
@@ -213,7 +215,8 @@ def storage(path: Annotated[str, typer.Argument(help="Folder on the storage to t
         fam.add(res["read_gbps"] * 1e9, path=res["path"], direction="read")
         write_textfile(metrics, [fam])
     if json_out:
-        print_json(res)
+        from gpucluster.documents import dump
+        print_json(dump("bench-storage", res))
     else:
         typer.echo(f"{plain(res['path'])}: write {res['write_gbps']:.2f} GB/s (fsync included), read {res['read_gbps']:.2f} GB/s"
                    + (" (likely from the page cache)" if res["read_maybe_cached"] else ""))

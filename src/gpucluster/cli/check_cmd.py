@@ -70,7 +70,8 @@ def check(
             "model": ctx.model_note, "job_nodes": ctx.job_nodes, "findings": [f.to_json() for f in findings],
             "counts": counts, "fail_on": fail_on, "exit_code": code}
     if json_out:
-        print_json(data)
+        from gpucluster.documents import dump
+        print_json(dump("check", data))
     else:
         _render(ctx, findings, counts, fail_on, code)
     if html:

@@ -71,7 +71,8 @@ def comm(
             "algorithm": algo, "rows": rows, "avg_busbw_gbps": avg}
     from gpucluster.cli.render import console
     if json_out:
-        print_json(data)
+        from gpucluster.documents import dump
+        print_json(dump("comm", data))
     elif not console.quiet:                     # the table is plain text: --quiet must skip it here
         from gpucluster.cli.nccl_table import algorithm_changes, print_nccl_table
         from gpucluster.cli.safe_text import plain

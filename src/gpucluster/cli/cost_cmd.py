@@ -82,7 +82,8 @@ def cost(
                                                                                 serve_tokens_per_s),
                           "build_usd_per_million_tokens": usd_per_million_tokens(own_rate, gpus, serve_tokens_per_s)}
     if json_out:
-        print_json(out)
+        from gpucluster.documents import dump
+        print_json(dump("cost", out))
     else:
         _render(plan, out)
     if html:

@@ -34,9 +34,10 @@ def diagnose(
     findings = run(cluster, loaded, pool, threshold)
     bad = [f for f in findings if f.bottleneck]
     if json_out:
-        print_json({"schema": "gpucluster-diagnose/v1", "cluster": cluster, "threshold": threshold,
+        from gpucluster.documents import dump
+        print_json(dump("diagnose", {"schema": "gpucluster-diagnose/v1", "cluster": cluster, "threshold": threshold,
                     "tiers": [f.to_json() for f in findings],
-                    "bottleneck": bad[0].to_json() if bad else None})
+                    "bottleneck": bad[0].to_json() if bad else None}))
     else:
         escape = safe          # sentences quote the result files and the spec: markup and control bytes
         for f in findings:

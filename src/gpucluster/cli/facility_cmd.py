@@ -37,7 +37,8 @@ def facility(
     if model is not None:
         out["storage"] = storage_needs(cluster, spec, model, input_gbps_per_gpu)
     if json_out:
-        print_json(out)
+        from gpucluster.documents import dump
+        print_json(dump("facility", out))
         return
     from rich.table import Table
 

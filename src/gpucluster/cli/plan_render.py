@@ -99,24 +99,7 @@ def _why(plan: TrainingPlan) -> str:
 
 
 def render_json(plan: TrainingPlan, meta: dict[str, Any]) -> None:
-    def est(e) -> dict:
-        return {"layout": e.layout.to_dict(), "step_s": e.step_s, "terms_s": e.terms,
-                "tokens_per_s": e.tokens_per_s, "tokens_per_s_per_gpu": e.tokens_per_s_per_gpu,
-                "model_tflops_per_gpu": e.model_tflops_per_gpu, "mfu": e.mfu, "hfu": e.hfu,
-                "memory_bytes": dict(e.memory.rows()), "fits": e.memory.fits, "dominant": e.dominant}
-    rent = plan.rental()
-    print_json({
-        "schema": "gpucluster-plan-train/v1", "model": plan.spec.name, "params": meta["params"],
-        "target": {"description": plan.target.description, "gpus": plan.target.gpus, "nodes": plan.target.nodes,
-                   "fabric": plan.target.fabric.describe(), **plan.target.fabric.job_fields()},
-        "tokens": plan.tokens, "tokens_source": meta["tokens_source"], "global_batch": plan.global_batch,
-        "seq_len": plan.seq_len, "layers": plan.spec.layers, "best": est(plan.best), "ranked": [est(e) for e in plan.search.ranked],
-        "steps": plan.steps, "time_to_train_s": plan.time_to_train_s, "gpu_hours": plan.gpu_hours,
-        "cost_usd": None if rent is None else rent[0] * plan.gpu_hours,
-        "price": None if rent is None else {"usd_per_gpu_hour": rent[0], "source": rent[1]},
-        **plan.confidence.to_json(),
-        "total_model_flops": plan.total_model_flops, "six_nd_flops": plan.six_nd,
-        "advice": {"term": plan.advice.term, "share": plan.advice.share, "text": plan.advice.text},
-        "search": {"considered": plan.search.considered, "fit": plan.search.estimated,
-                   "rejected": dict(plan.search.rejected)},
-    })
+    """`--json`: the gpucluster-plan-train/v1 document (documents/plan_train.py)."""
+    from gpucluster.documents.plan_train import build
+
+    print_json(build(plan).dump())

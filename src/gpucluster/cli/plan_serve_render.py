@@ -20,36 +20,11 @@ def _shape(o) -> str:
     return "CPU node" if o.hardware[0].isdigit() else f"TP{o.tp} x PP{o.pp}"
 
 
-def _option_json(o, rate: float, out_tokens: float) -> dict[str, Any]:
-    p = o.point
-    return {
-        "hardware": o.hardware, "tp": o.tp, "pp": o.pp, "processors_per_replica": o.gpus_per_replica,
-        "replicas": o.replicas, "gpus": o.gpus, "max_batch": o.max_batch, "kv_fits_sequences": o.memory_batch,
-        "per_replica_max_rate": o.per_replica_rate, "limit": o.limit, "binding": o.binding,
-        "operating_point": {"rate_per_replica": p.rate, "mean_batch": p.batch, "iteration_s": p.iteration_s,
-                            "prefill_share": p.prefill_share, "ttft_p50_s": p.ttft_p50, "ttft_p99_s": p.ttft_p99,
-                            "tpot_p50_s": p.tpot_p50, "tpot_p99_s": p.tpot_p99,
-                            "output_tokens_per_s": p.tokens_per_s},
-        "output_tokens_per_s": rate * out_tokens,
-        "usd_per_hour": o.usd_per_hour, "usd_per_mtok": o.usd_per_mtok(rate, out_tokens),
-        "own_usd_per_mtok": o.usd_per_mtok(rate, out_tokens, own=True), "price_source": o.price_source,
-        "weights_gib_per_gpu": o.weights_gib, "serving_efficiency": o.efficiency[0],
-        "serving_efficiency_source": o.efficiency[1],
-    }
-
-
 def to_json(result, meta: dict[str, Any], sim) -> None:
-    rate, out = meta["rate"], meta["output"]
-    data: dict[str, Any] = {"schema": "gpucluster-plan-serve/v1", "request": meta,
-                            "best": _option_json(result.best, rate, out),
-                            "alternatives": [_option_json(o, rate, out) for o in result.options],
-                            "rejected": [{"hardware": r.hardware, "tp": r.tp, "pp": r.pp, "reason": r.reason,
-                                          "detail": r.detail} for r in result.rejected]}
-    if sim is not None:
-        data["simulation"] = {"requests": sim.requests, "ttft_p50_s": sim.ttft_p50, "ttft_p99_s": sim.ttft_p99,
-                              "tpot_p50_s": sim.tpot_p50, "tpot_p99_s": sim.tpot_p99,
-                              "output_tokens_per_s": sim.tokens_per_s, "mean_batch": sim.mean_batch}
-    print_json(data)
+    """`--json`: the gpucluster-plan-serve/v1 document (documents/plan_serve.py)."""
+    from gpucluster.documents.plan_serve import build
+
+    print_json(build(result, meta, sim).dump())
 
 
 def render(result, meta: dict[str, Any], sim, top: int) -> None:

@@ -53,7 +53,8 @@ def reliability(
                                 nodes=nodes, interval_s=interval_s)
         out["job"] = _job(plan)
     if json_out:
-        print_json(out)
+        from gpucluster.documents import dump
+        print_json(dump("reliability", out))
     else:
         _render(fm, out, plan)
     if html:

@@ -46,7 +46,8 @@ def run(
     jobs: dict[str, list] = {}
     summary = _run(loaded, policy, seed, events, f"{loaded.spec.name}", jobs)
     if json_out:
-        print_json(summary)
+        from gpucluster.documents import dump
+        print_json(dump("simulation", summary))
     else:
         render_summary(summary)
     if html:
@@ -82,8 +83,10 @@ def compare(
         if results[name]["partial"]:
             break
     if json_out:
-        print_json({"schema": "gpucluster-simulation-compare/v1", "scenario": loaded.spec.name,
-                    "partial": any(r["partial"] for r in results.values()), "policies": results})
+        from gpucluster.documents import dump
+        print_json(dump("simulation-compare", {"schema": "gpucluster-simulation-compare/v1", "scenario": loaded.spec.name,
+                                               "partial": any(r["partial"] for r in results.values()),
+                                               "policies": results}))
     else:
         render_compare(results)
     if html:

@@ -43,7 +43,8 @@ def sweep(
         from gpucluster.report.html import write_atomic
         write_atomic(out, json.dumps(result, indent=2), field_name="--out")
     if json_out:
-        print_json(result)
+        from gpucluster.documents import dump
+        print_json(dump("sweep", result))
     else:
         console.print(f"[bold]{escape(result['name'])}[/bold]: {len(result['tasks'])} tasks on {result['engine']}"
                       + (f" ({result['ray_nodes']} node(s))" if result["ray_nodes"] else "")

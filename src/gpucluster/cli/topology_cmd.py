@@ -25,7 +25,8 @@ def topology(
     tree = bis.tree
     per_pool = {p.name: tiers(spec, p.name) for p in spec.node_pools}
     if json_out:
-        print_json({
+        from gpucluster.documents import dump
+        print_json(dump("topology", {
             "schema": "gpucluster-topology/v1", "cluster": spec.name, "nodes": spec.total_nodes,
             "gpus": spec.total_gpus,
             "tiers": {pool: {k: asdict(t) for k, t in ts.items()} for pool, ts in per_pool.items()},
@@ -34,7 +35,7 @@ def topology(
                "optical_cables": tree.optical_cables, "cables": tree.cables},
             "bisection": {"delivered_gbps": bis.delivered_gbps, "target_gbps": bis.target_gbps,
                           "ratio": bis.ratio, "provenance": list(bis.provenance)},
-        })
+        }))
         return
 
     # Names come from the spec file: every one goes through safe() (rich markup, control bytes).

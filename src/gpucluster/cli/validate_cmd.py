@@ -19,7 +19,9 @@ def validate(
     results = [r for f in files for r in run_file(f)]
     summary = summarize(results)
     if json_out:
-        print_json({"schema": "gpucluster-validate/v1", "cases": [r.to_json() for r in results], "summary": summary})
+        from gpucluster.documents import dump
+        print_json(dump("validate", {"schema": "gpucluster-validate/v1", "cases": [r.to_json() for r in results],
+                                     "summary": summary}))
         return
 
     from rich.table import Table

@@ -1,0 +1,40 @@
+"""`gpucluster validate --json`: schema gpucluster-validate/v1, the model against published
+measurements."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from gpucluster.documents.base import Document, Num, Strict
+
+SCHEMA = "gpucluster-validate/v1"
+
+
+class Case(Strict):
+    OMIT_NONE = ("reason",)
+
+    id: str
+    kind: str
+    metric: str
+    measured: Num
+    predicted: Num | None
+    error: Num | None = Field(description="(predicted - measured) / measured")
+    source: str | None
+    file: str | None
+    reason: str | None = Field(None, description="why no prediction (the case is outside the model)")
+
+
+class KindSummary(Strict):
+    cases: int
+    predicted: int
+    median_abs_error: Num | None
+    mean_abs_error: Num | None
+    max_abs_error: Num | None
+
+
+class ValidateDocument(Document):
+    schema_: Literal["gpucluster-validate/v1"] = Field(SCHEMA, alias="schema")
+    cases: list[Case]
+    summary: dict[str, KindSummary] = Field(description="kind (training, inference) -> errors")
