@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from gpucluster.model.transformer_memory import weight_grad_optimizer_bytes
+from gpucluster.model.transformer_memory import Precision, weight_grad_optimizer_bytes
 
 if TYPE_CHECKING:
     from gpucluster.specs.cluster import ClusterSpec, NodePool, StorageTier
@@ -43,7 +43,7 @@ class CheckpointSize:
         return self.weights_bytes + self.optimizer_bytes
 
 
-def checkpoint_size(spec: TransformerSpec, precision: str = "bf16") -> CheckpointSize:
+def checkpoint_size(spec: TransformerSpec, precision: Precision = "bf16") -> CheckpointSize:
     """Weights and optimizer state of the whole model (unsharded count), bytes."""
     b = weight_grad_optimizer_bytes(spec, precision="bf16" if precision == "fp8" else precision)
     return CheckpointSize(b["weights"], b["optimizer"])

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from gpucluster.model.transformer_params import check_layout
-from gpucluster.specs.workload import TransformerSpec
+from gpucluster.specs.workload import TransformerSpec, filled
 
 Recompute = Literal["none", "selective", "full"]
 
@@ -63,7 +63,7 @@ def model_flops_per_iteration(spec: TransformerSpec, global_batch: int, seq_len:
     if spec.attention == "mla":
         self_attn = 3 * 2 * L * (_mla_linear_macs_per_token(spec) + _core_macs_per_token(spec, s, causal))
     else:
-        a, g, d = spec.heads, int(spec.kv_heads), spec.head_dim  # type: ignore[arg-type]
+        a, g, d = spec.heads, filled(spec.kv_heads), filled(spec.head_dim)
         q_ratio = a * d / h
         self_attn = expansion * L * h * h * ((1 + g / a + (s / h / 2 if causal else s / h)) * q_ratio)
     k = spec.experts_per_token if spec.is_moe else 0

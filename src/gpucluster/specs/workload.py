@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt, ValidationInfo, field_validator
 
@@ -32,6 +32,17 @@ from gpucluster.specs.loader import load_yaml, parse_data
 
 MODELS_FILE = Path(__file__).resolve().parents[1] / "catalog" / "data" / "models.yaml"
 MLA_FIELDS = ("q_lora_rank", "kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim")
+
+
+_T = TypeVar("_T")
+
+
+def filled(value: _T | None) -> _T:
+    """A field the validators fill in (kv_heads, ffn_hidden, moe_ffn_hidden, head_dim; with MLA its
+    ranks): optional in the YAML, never None on a validated spec. Raises rather than compute with None."""
+    if value is None:
+        raise TypeError("a derived TransformerSpec field is unset: build the spec through model_validate")
+    return value
 
 
 def _given(info: ValidationInfo, *names: str) -> bool:

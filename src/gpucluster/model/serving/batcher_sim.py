@@ -167,9 +167,13 @@ def simulate(step: StepModel, traffic: Traffic, max_batch: int, *, mode: Mode = 
         b.loop.at(r.arrival, ARRIVAL, b.arrive, r)
     b.loop.run()
     kept = reqs[int(warmup * requests):]
-    ttft = np.array([r.first - r.arrival for r in kept])
-    tpots = np.array([(r.done - r.first) / (r.output - 1) for r in kept if r.output > 1])
-    span = max(r.done for r in kept) - kept[0].arrival
+    # (arrival, first token, done, output tokens): the loop runs until every request is done.
+    served = [(r.arrival, r.first, r.done, r.output) for r in kept if r.first is not None and r.done is not None]
+    if len(served) != len(kept):
+        raise RuntimeError(f"the batcher stopped with {len(kept) - len(served)} requests unserved")
+    ttft = np.array([first - arrival for arrival, first, _, _ in served])
+    tpots = np.array([(done - first) / (out - 1) for _, first, done, out in served if out > 1])
+    span = max(done for _, _, done, _ in served) - kept[0].arrival
     tokens = sum(r.output for r in kept)
     busy = b.loop.now
     return SimResult(mode, len(kept), float(np.percentile(ttft, 50)), float(np.percentile(ttft, 99)),

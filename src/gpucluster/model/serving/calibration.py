@@ -16,7 +16,7 @@ assumption.
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 
 from gpucluster.catalog import catalog
 
@@ -25,7 +25,7 @@ from gpucluster.catalog import catalog
 DEFAULT_SERVING_FRACTION = 0.72
 
 
-@lru_cache(maxsize=None)
+@cache
 def serving_efficiency(gpu_name: str, precision: str) -> tuple[float, str]:
     """(factor, where it comes from) for a chip and the GEMMs' math precision; the fitted
     values live in each GPU's catalog entry (efficiency.serving_fraction)."""

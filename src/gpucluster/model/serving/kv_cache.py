@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from gpucluster.catalog.models import Gpu
 from gpucluster.model.transformer_params import (attention_parts, mlp_weights, norm_params, params,
                                                  stage_layer_counts)
-from gpucluster.specs.workload import TransformerSpec
+from gpucluster.specs.workload import TransformerSpec, filled
 
 WEIGHT_BYTES = {"bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 0.5 + 2 / 128, "fp4": 0.5 + 1 / 16}
 KV_BYTES = {"bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0}
@@ -82,7 +82,7 @@ def kv_bytes_per_token(spec: TransformerSpec, kv: str = "bf16") -> float:
     b = KV_BYTES[kv]
     if spec.attention == "mla":
         return spec.layers * (int(spec.kv_lora_rank) + int(spec.qk_rope_head_dim)) * b  # type: ignore[arg-type]
-    return 2 * spec.layers * int(spec.kv_heads) * spec.head_dim * b  # type: ignore[arg-type]
+    return 2 * spec.layers * filled(spec.kv_heads) * filled(spec.head_dim) * b
 
 
 def kv_heads_per_gpu(spec: TransformerSpec, tp: int) -> float:
@@ -98,7 +98,7 @@ def kv_bytes_per_token_per_gpu(spec: TransformerSpec, tp: int = 1, pp: int = 1, 
     b = KV_BYTES[kv]
     if spec.attention == "mla":
         return layers * (int(spec.kv_lora_rank) + int(spec.qk_rope_head_dim)) * b  # type: ignore[arg-type]
-    return 2 * layers * kv_heads_per_gpu(spec, tp) * spec.head_dim * b
+    return 2 * layers * kv_heads_per_gpu(spec, tp) * filled(spec.head_dim) * b
 
 
 def layer_weight_params(spec: TransformerSpec, tp: int, moe: bool) -> float:
@@ -142,9 +142,9 @@ def workspace_bytes(spec: TransformerSpec, tp: int, tokens: int = WORKSPACE_TOKE
     """Activation workspace of one forward pass over `tokens` tokens (2-byte activations): the
     residual stream and norm output (4h), the local QKV output, and the MLP's fc1 output and
     activation (3 f/tp) alive at once; the largest layer's intermediates, not all layers'."""
-    f = int(spec.moe_ffn_hidden) * (spec.experts_per_token + spec.shared_experts) if spec.is_moe \
-        else int(spec.ffn_hidden)  # type: ignore[arg-type]
-    qkv = (spec.heads * spec.qk_head_dim + 2 * int(spec.kv_heads) * spec.head_dim) / tp  # type: ignore[arg-type]
+    f = filled(spec.moe_ffn_hidden) * (spec.experts_per_token + spec.shared_experts) if spec.is_moe \
+        else filled(spec.ffn_hidden)
+    qkv = (spec.heads * spec.qk_head_dim + 2 * filled(spec.kv_heads) * filled(spec.head_dim)) / tp
     return tokens * 2 * (4 * spec.hidden + qkv + 3 * f / tp)
 
 

@@ -100,7 +100,7 @@ class StepModel:
         if n <= 0:
             return 0.0
         lo, hi = max(1, math.floor(n)), max(1, math.ceil(n))
-        c = max(64, int(round(ctx / 64)) * 64)
+        c = max(64, round(ctx / 64) * 64)
         t_lo, t_hi = self._decode(lo, c), self._decode(hi, c)
         return t_lo + (t_hi - t_lo) * (n - lo) if hi > lo else t_lo
 
@@ -114,7 +114,7 @@ class StepModel:
         """Prefill of k prompts of `tokens` tokens each; k < 1 is the chance of one."""
         if k <= 0:
             return 0.0
-        s = max(16, int(round(tokens / 16)) * 16)
+        s = max(16, round(tokens / 16) * 16)
         lo, hi = math.floor(k), math.ceil(k)
         t_hi = self._prefill(hi, s)
         if lo == 0:
@@ -183,7 +183,7 @@ def _sum_quantiles(parts: list[tuple[np.ndarray, np.ndarray]], qs: tuple[float, 
     dt = hi / 511
     size = 1
     for v, _ in parts:
-        size += int(round(float(v.max()) / dt)) + 1
+        size += round(float(v.max()) / dt) + 1
     nfft = 1 << (size - 1).bit_length()
     spec = np.ones(nfft // 2 + 1, dtype=complex)
     for v, p in parts:
@@ -287,7 +287,7 @@ def analyze(step: StepModel, traffic: Traffic, max_batch: int) -> ServingPoint:
     top = int(min(kmax - 1, _poisson_q(others, 0.99) + 3 * math.sqrt(others) + 3))
     js = np.arange(top + 1)
     pj = np.exp(js * math.log(max(others, 1e-300)) - others - np.array([math.lgamma(j + 1) for j in js]))
-    j_vals = np.array([extra(j) for j in js])
+    j_vals = np.array([extra(float(j)) for j in js])
     both = (r_vals[:, None] + j_vals[None, :]).ravel()
     both_p = (r_prob[:, None] * (pj / pj.sum())[None, :]).ravel()
     busy_part = (np.concatenate([[0.0], both]), np.concatenate([[1 - busy], busy * both_p]))

@@ -46,7 +46,7 @@ from gpucluster.model.training.compute import GemmCurve, attention_tflops, gemm_
 from gpucluster.model.training.fabric import TrainingFabric
 from gpucluster.model.transformer_flops import layer_gemms
 from gpucluster.model.transformer_params import stage_layer_counts
-from gpucluster.specs.workload import TransformerSpec
+from gpucluster.specs.workload import TransformerSpec, filled
 
 ACT_BYTES = 2            # activations on the wire and between kernels: bf16/fp16
 KERNEL_S = 1.5e-6        # one small kernel under CUDA graphs (estimate, see module docstring)
@@ -123,8 +123,8 @@ def _elementwise_bytes(spec: TransformerSpec, tokens: float, tp: int, moe: bool)
     adds (read 2h, write h), rotary embedding on the local Q and K, the activation function
     (read 2 f/tp when gated, write f/tp)."""
     h = spec.hidden
-    f = int(spec.moe_ffn_hidden) * (spec.experts_per_token + spec.shared_experts) if moe \
-        else int(spec.ffn_hidden)  # type: ignore[arg-type]
+    f = filled(spec.moe_ffn_hidden) * (spec.experts_per_token + spec.shared_experts) if moe \
+        else filled(spec.ffn_hidden)
     qk = (spec.heads + int(spec.kv_heads or 1)) * spec.qk_head_dim / tp
     act = (3 if spec.gated_mlp else 2) * f / tp
     return tokens * ACT_BYTES * (2 * 2 * h + 2 * 3 * h + 2 * qk + act)
@@ -143,7 +143,7 @@ def _stage(rep: Replica, batch: float, new_tokens: int, context: float, layers: 
     hbm = hbm_gbps(gpu) * 1e9
     tokens = batch * new_tokens
     kv_layer = kv_bytes_per_token(spec, rep.quant.kv) / spec.layers  # whole model, one layer
-    kv_layer_gpu = kv_layer * (kv_heads_per_gpu(spec, tp) / (1 if spec.attention == "mla" else int(spec.kv_heads)))
+    kv_layer_gpu = kv_layer * (kv_heads_per_gpu(spec, tp) / (1 if spec.attention == "mla" else filled(spec.kv_heads)))
     terms = dict.fromkeys(TERMS, 0.0)
     flops_s = bytes_s = 0.0
     b_int = max(1, math.ceil(batch))
@@ -154,7 +154,7 @@ def _stage(rep: Replica, batch: float, new_tokens: int, context: float, layers: 
         for g in layer_gemms(spec, b_int, tp, seq_len=new_tokens, dense_layer=not moe, causal=True):
             if g.kind == "attention":
                 continue
-            m, count, grouped = g.m * batch / b_int, g.count, False
+            m, count, grouped = g.m * batch / b_int, float(g.count), False
             if g.name.startswith("expert_"):
                 touched = _experts_touched(spec.experts, spec.experts_per_token, tokens)
                 m, count, grouped = tokens * spec.experts_per_token / touched, touched, True

@@ -22,12 +22,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 
 from gpucluster.catalog import catalog
-from gpucluster.catalog.models import Gpu
+from gpucluster.catalog.models import Gpu, Precision
 
 # Tensor-core inputs: fp16 and bf16 run at the same rate on every chip in the catalog.
 _SAME_RATE = {"fp16": "bf16", "bf16": "fp16"}
@@ -89,7 +89,7 @@ def hbm_gbps(gpu: Gpu) -> float:
     return gpu.memory.bandwidth_tbps.value * 1000 * frac
 
 
-@lru_cache(maxsize=None)
+@cache
 def _lowest_hbm_fraction() -> float:
     fr = [g.efficiency.hbm_fraction.value for _, g in catalog.gpus.items() if g.efficiency.hbm_fraction]
     return float(min(fr)) if fr else 0.8  # conservative: the lowest measured fraction
@@ -100,7 +100,7 @@ def _square_points(gpu: Gpu, precision: str):
     return [p for p in gpu.efficiency.gemm if p.precision in same and p.m == p.n == p.k]
 
 
-@lru_cache(maxsize=None)
+@cache
 def _measured_fits(precision: str) -> tuple[tuple[float, float], ...]:
     """(eff_max, t0) of every chip with a measured square GEMM at this precision (one point:
     its fraction of peak, with the default kernel cost)."""
@@ -118,7 +118,7 @@ def _measured_fits(precision: str) -> tuple[tuple[float, float], ...]:
     return tuple(out)
 
 
-@lru_cache(maxsize=None)
+@cache
 def gemm_curve(gpu_name: str, precision: str) -> GemmCurve:
     gpu = catalog.gpus.get(gpu_name)
     if precision not in gpu.peak_tflops:
@@ -154,7 +154,7 @@ def gemm_curve(gpu_name: str, precision: str) -> GemmCurve:
 DEFAULT_SUSTAINED = 0.90
 
 
-@lru_cache(maxsize=None)
+@cache
 def sustained(gpu_name: str, precision: str) -> tuple[float, str]:
     """Fraction of microbenchmark throughput sustained in training, and where it comes from.
     Only the chip's own published runs count (fp16 and bf16 run at one rate); nothing is
@@ -168,11 +168,11 @@ def sustained(gpu_name: str, precision: str) -> tuple[float, str]:
                                f"{DEFAULT_SUSTAINED:g} of the microbenchmark rate assumed (estimate)")
 
 
-@lru_cache(maxsize=None)
+@cache
 def attention_tflops(gpu_name: str) -> tuple[float, str]:
     """Achieved fused-attention TFLOP/s and where it comes from."""
     gpu = catalog.gpus.get(gpu_name)
-    half = "bf16" if "bf16" in gpu.peak_tflops else "fp16"
+    half: Precision = "bf16" if "bf16" in gpu.peak_tflops else "fp16"
     meas = gpu.efficiency.attention_tflops
     sus = sustained(gpu_name, half)[0]
     if meas is not None:

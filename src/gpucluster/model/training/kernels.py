@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from gpucluster.catalog import catalog
 from gpucluster.model.training.compute import GemmCurve, attention_tflops, gemm_curve, hbm_gbps
 from gpucluster.model.transformer_flops import layer_gemms
-from gpucluster.specs.workload import TransformerSpec
+from gpucluster.specs.workload import TransformerSpec, filled
 
 HOST_S_PER_KERNEL = 50e-6       # host cost of one modelled kernel, fitted (benchmarks/cross_validate.py)
 HOST_BLEND_POWER = 2.0          # GPU and host combine as (g^p + h^p)^(1/p): queueing smooths the max (fitted)
@@ -133,7 +133,7 @@ def _attention(spec: TransformerSpec, micro_batch: int, tp: int, cp: int, seq_le
     if spec.attention == "mla":
         qk, v = spec.qk_head_dim, spec.v_dim
     else:
-        qk = v = spec.head_dim
+        qk = v = filled(spec.head_dim)
     if flash:
         rate, _ = attention_tflops(gpu_name)
         # Causal: each query sees half the keys on average (masked blocks skipped).

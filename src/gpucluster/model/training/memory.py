@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpucluster.model.training.layout import Layout
+from gpucluster.model.training.layout import Layout, Recompute
 from gpucluster.model.transformer_memory import (activation_bytes_outside_layers, activation_bytes_per_layer,
                                                  pipeline_inflight_microbatches, weight_grad_optimizer_bytes)
 from gpucluster.model.transformer_params import params, stage_layer_counts
@@ -45,7 +45,7 @@ def _moe_mix(spec: TransformerSpec) -> list[tuple[bool | None, int]]:
     return [(True, spec.dense_layers), (False, spec.moe_layers)] if spec.dense_layers else [(False, spec.layers)]
 
 
-def activation_per_layer(spec: TransformerSpec, lay: Layout, seq_len: int, recompute: str) -> float:
+def activation_per_layer(spec: TransformerSpec, lay: Layout, seq_len: int, recompute: Recompute) -> float:
     """Average activation bytes of one layer for one micro batch (dense and MoE layers mixed)."""
     total = 0.0
     for dense, count in _moe_mix(spec):

@@ -31,7 +31,7 @@ from gpucluster.model.training.memory import Memory, _moe_mix, memory
 from gpucluster.model.transformer_flops import hardware_flops_per_iteration, logit_gemm, model_flops_per_iteration
 from gpucluster.model.transformer_memory import weight_grad_optimizer_bytes
 from gpucluster.model.transformer_params import params, stage_layer_counts
-from gpucluster.specs.workload import TransformerSpec
+from gpucluster.specs.workload import TransformerSpec, filled
 
 ACT_BYTES = 2           # bf16/fp16 activations on the wire (also with FP8 GEMMs)
 GRAD_BYTES = 2          # gradients reduced in bf16/fp16
@@ -119,7 +119,7 @@ def _layer_cached(spec: TransformerSpec, lay: Layout, fab: TrainingFabric, seq_l
             tp = 2 * fab.time_s("all_reduce", act, lay.tp, 1)
     cp = cp_b = 0.0
     if lay.cp > 1:
-        kv_width = (spec.kv_lora_rank or 0) if spec.attention == "mla" else int(spec.kv_heads) * spec.head_dim
+        kv_width = (spec.kv_lora_rank or 0) if spec.attention == "mla" else filled(spec.kv_heads) * filled(spec.head_dim)
         kv = 2 * tokens * kv_width / lay.tp * ACT_BYTES
         ring = (lay.cp - 1) * fab.send_recv_s(kv, lay.tp)
         # Ring attention overlaps each K/V hop with one block of attention; the backward sends
