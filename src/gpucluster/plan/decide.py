@@ -95,7 +95,7 @@ def cpu_rung(model: TransformerSpec, tokens: int, cpu_name: str, sockets: int) -
 
 
 def gpu_rung(model: TransformerSpec, tokens: int, gpu: str, per_node: int, nodes: int, nic: str, gpus: int | None = None,
-             precision: str = "bf16", profile: str = "llama3") -> Rung:
+             precision: str | None = None, profile: str = "llama3") -> Rung:
     n_gpus = gpus or nodes * per_node
     label = "1 GPU" if n_gpus == 1 else f"1 node ({per_node} GPUs)" if nodes == 1 else f"{nodes} nodes ({n_gpus} GPUs)"
     target = from_flags(f"{gpu}:{n_gpus if nodes == 1 else per_node}", nodes, nic, None)
@@ -113,7 +113,7 @@ def gpu_rung(model: TransformerSpec, tokens: int, gpu: str, per_node: int, nodes
 
 
 def ladder(model: TransformerSpec, gpu: str, nic: str, tokens: int | None = None, deadline_s: float | None = None,
-           cpu: tuple[str, int] = ("EPYC-9654", 2), precision: str = "bf16", max_nodes: int = MAX_NODES
+           cpu: tuple[str, int] = ("EPYC-9654", 2), precision: str | None = None, max_nodes: int = MAX_NODES
            ) -> tuple[list[Rung], Rung | None]:
     """Every rung up to the answer: the smallest that fits and meets the deadline."""
     g = catalog.gpus.get(gpu, field="--gpu")

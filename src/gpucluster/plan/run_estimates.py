@@ -10,6 +10,7 @@ from gpucluster.model.transformer_params import params
 from gpucluster.plan.fabric_from import PlanTarget
 from gpucluster.plan.reliability_plan import ReliabilityPlan, reliability_plan
 from gpucluster.plan.train_plan import TrainingPlan, plan_training
+from gpucluster.plan.train_search import training_precision
 from gpucluster.specs.cluster import ClusterSpec
 from gpucluster.specs.workload import TransformerSpec
 
@@ -27,9 +28,11 @@ def default_global_batch(model: TransformerSpec, seq_len: int | None = None) -> 
     return max(1, round(DEFAULT_BATCH_TOKENS / (seq_len or model.seq_len)))
 
 
-def train(model: TransformerSpec, target: PlanTarget, tokens: int | None = None, precision: str = "bf16",
+def train(model: TransformerSpec, target: PlanTarget, tokens: int | None = None, precision: str | None = None,
           top: int = 1) -> TrainingPlan:
+    """precision None: the GPU's own training precision (bf16, else fp16 on V100/P100/T4)."""
     s = model.seq_len
+    precision = precision or training_precision(target.fabric.gpu)
     return plan_training(model, target, default_global_batch(model, s), tokens or default_tokens(model), s, top=top,
                          precision=precision)
 
@@ -57,7 +60,8 @@ class RunEstimate:
 
 
 def estimate_run(spec: ClusterSpec, target: PlanTarget, model: TransformerSpec, tokens: int | None = None, *,
-                 profile: str = "llama3", precision: str = "bf16") -> RunEstimate:
+                 profile: str = "llama3", precision: str | None = None) -> RunEstimate:
+    precision = precision or training_precision(target.fabric.gpu)
     plan = train(model, target, tokens, precision)
     rel = reliability_plan(spec, model, profile=profile, nodes=target.nodes, precision=precision)
     return RunEstimate(plan, rel)

@@ -90,11 +90,26 @@ class TrainingPlan:
         return price.value, f"{src.title} ({src.date})"
 
 
+TRAIN_PRECISIONS = ("bf16", "fp16", "fp8")
+
+
+def require_precision(gpu: Any, precision: str, field: str = "--precision") -> None:
+    """One line naming the GPU, the precision and the ones it has, when the catalog lacks it."""
+    if precision in gpu.peak_tflops:
+        return
+    has = list(gpu.peak_tflops)
+    usable = [p for p in TRAIN_PRECISIONS if p in has]
+    hint = (f"use --precision {' or '.join(usable)}" if usable else
+            f"the planner trains in {', '.join(TRAIN_PRECISIONS)} only, none of which this GPU has")
+    raise UserError(f"{gpu.name} has no {precision} (it has: {', '.join(has)}); {hint}", field=field)
+
+
 def plan_training(spec: TransformerSpec, target: PlanTarget, global_batch: int, tokens: int, seq_len: int, *,
                   fixed: dict[str, Any] | None = None, top: int = 5, precision: str = "bf16",
                   tp_across_domains: bool = False) -> TrainingPlan:
     fixed = dict(fixed or {})
     fixed.setdefault("precision", precision)
+    require_precision(target.fabric.gpu, fixed["precision"])
     if FULL_LAYOUT <= fixed.keys():
         res = _explicit(spec, target, global_batch, seq_len, fixed)
     else:

@@ -13,7 +13,7 @@ from typing import Any
 from gpucluster.errors import UserError
 from gpucluster.plan.fabric_from import from_options
 from gpucluster.plan.run_estimates import CHINCHILLA_TOKENS_PER_PARAM, DEFAULT_BATCH_TOKENS
-from gpucluster.plan.train_plan import TrainingPlan, plan_training
+from gpucluster.plan.train_plan import TrainingPlan, plan_training, require_precision
 from gpucluster.specs.workload import TransformerSpec, load_model_spec, model_presets
 
 PRECISIONS = ("bf16", "fp16", "fp8")
@@ -84,13 +84,7 @@ def plan_train(model: str | TransformerSpec, *, cluster: str | None = None, pool
     target = from_options(cluster, pool, gpu, nodes, nic, nics_per_node)
     if precision not in PRECISIONS:
         raise UserError(f"must be {', '.join(PRECISIONS)}, got {precision!r}", field="--precision")
-    if precision not in target.fabric.gpu.peak_tflops:
-        has = list(target.fabric.gpu.peak_tflops)
-        usable = [p for p in PRECISIONS if p in has]
-        hint = (f"use --precision {' or '.join(usable)}" if usable else
-                f"the planner trains in {', '.join(PRECISIONS)} only, none of which this GPU has")
-        raise UserError(f"{target.fabric.gpu_name} has no {precision} (it has: {', '.join(has)}); {hint}",
-                        field="--precision")
+    require_precision(target.fabric.gpu, precision)
     s = seq_len if seq_len is not None else spec.seq_len
     if s < 1:
         raise UserError(f"must be >= 1, got {s}", field="--seq-len")

@@ -53,12 +53,24 @@ def _options(name: str, fixed: dict[str, Any], default: list) -> list:
     return [fixed[name]] if name in fixed else default
 
 
+def training_precision(gpu: Any) -> str:
+    """The precision a run on this GPU trains in when none is asked for: bf16 where the GPU has it,
+    else fp16 (V100, P100, T4); a GPU with neither (K80) is refused by train_plan.require_precision."""
+    return "bf16" if "bf16" in gpu.peak_tflops or "fp16" not in gpu.peak_tflops else "fp16"
+
+
 def search(spec: TransformerSpec, fabric: TrainingFabric, gpus: int, global_batch: int, *,
            fixed: dict[str, Any] | None = None, seq_len: int | None = None, top: int = 5,
-           tp_across_domains: bool = False, precision: str = "bf16", flash_attention: bool = True) -> SearchResult:
+           tp_across_domains: bool = False, precision: str | None = None,
+           flash_attention: bool = True) -> SearchResult:
     fixed = dict(fixed or {})
+    precision = precision or training_precision(fabric.gpu)
     s = seq_len or spec.seq_len
     result = SearchResult([])
+    p = fixed.get("precision", precision)
+    if p not in fabric.gpu.peak_tflops:   # nothing to rank (plan_training says why in one line)
+        result.rejected[f"{fabric.gpu.name} has no {p}"] += 1
+        return result
     fits: list[Estimate] = []
     hbm = fabric.gpu.hbm_bytes
     tp_max = gpus if tp_across_domains else min(gpus, fabric.domain)
