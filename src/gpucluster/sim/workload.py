@@ -106,15 +106,20 @@ def allowed_types(ctx: Context, w: Any, where: dict) -> list[str]:
 
 
 def peak_speeds(types: list[str], reference: str) -> dict[str, float] | None:
-    """Relative speed per type from dense bf16 peak (an estimate; the planner is better)."""
+    """Relative speed per type from dense peak (an estimate; the planner is better): bf16 peak, or
+    fp16 / fp32 when a catalog type lacks bf16 (V100, P100, T4; K80 has fp32 only), so that every
+    catalog type is compared at one precision they all have."""
     if len(types) == 1 and types[0] == reference:
         return None
     from gpucluster.catalog import catalog
 
+    known = [catalog.gpus.get(t).peak_tflops for t in {*types, reference} if t in catalog.gpus]
+    prec = next((p for p in ("bf16", "fp16", "fp32") if all(p in pk for pk in known)), "fp32")
+
     def peak(t: str) -> float:
-        if t not in catalog.gpus or "bf16" not in catalog.gpus.get(t).peak_tflops:
+        if t not in catalog.gpus:
             return 1.0  # a type outside the catalog (a trace's): same speed
-        return float(catalog.gpus.get(t).peak_tflops["bf16"].value)
+        return float(catalog.gpus.get(t).peak_tflops[prec].value)
     ref = peak(reference)
     return {t: peak(t) / ref for t in types}
 
