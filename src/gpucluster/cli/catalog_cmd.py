@@ -40,13 +40,14 @@ def catalog(
 def _gpu_table(cat):
     from rich.table import Table
     t = Table(title="GPUs (dense peak, no sparsity)", title_justify="left")
-    for col in ("name", "bf16 TFLOP/s", "fp8", "fp4", "HBM GiB", "HBM TB/s", "scale-up GB/s/dir",
+    for col in ("name", "bf16 TFLOP/s", "fp16", "fp8", "fp4", "HBM GiB", "HBM TB/s", "scale-up GB/s/dir",
                 "domain", "TDP W", "$/GPU-h"):
         t.add_column(col, justify="left" if col == "name" else "right", no_wrap=col == "name")
     for name, g in cat.gpus.items():
         pk = g.peak_tflops
         rent = g.prices.rental_usd_per_gpu_hour
         t.add_row(safe(name), num(pk["bf16"].value if "bf16" in pk else None, 0),
+                  num(pk["fp16"].value if "fp16" in pk else None, 0),   # V100, P100, T4: no bf16
                   num(pk["fp8"].value if "fp8" in pk else None, 0), num(pk["fp4"].value if "fp4" in pk else None, 0),
                   num(g.memory.capacity_gib.value), num(g.memory.bandwidth_tbps.value, 2),
                   num(g.scale_up.bandwidth_gbps_per_direction.value, 0), str(g.domain_size),
