@@ -192,3 +192,13 @@ def test_gavel_example_is_36_v100_36_p100_36_k80_one_per_server():
     spec = load_cluster(ROOT / "examples" / "gavel-36-36-36.yaml")
     pools = {p.gpu: (p.count, p.gpus_per_node) for p in spec.node_pools}
     assert pools == {"V100-SXM2-16GB": (36, 1), "P100-PCIe-16GB": (36, 1), "K80": (36, 1)}
+
+
+def test_simulator_speed_estimate_compares_at_a_shared_precision():
+    """V100 vs K80 at fp32 (K80 has no fp16): not the same speed, as a missing bf16 once made them."""
+    from gpucluster.sim.workload import peak_speeds
+    speeds = peak_speeds(["V100-SXM2-16GB", "P100-PCIe-16GB", "K80"], "V100-SXM2-16GB")
+    assert speeds["K80"] == pytest.approx(4.365 / 15.7)
+    assert speeds["P100-PCIe-16GB"] == pytest.approx(9.3 / 15.7)
+    assert peak_speeds(["V100-SXM2-16GB", "T4"], "V100-SXM2-16GB")["T4"] == pytest.approx(65 / 125)   # fp16
+    assert peak_speeds(["H100", "A100"], "H100")["A100"] == pytest.approx(312 / 989.4, rel=1e-3)     # bf16
