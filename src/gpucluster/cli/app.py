@@ -1,42 +1,118 @@
-"""The `gpucluster` command. Command modules import their heavy dependencies lazily
-so that `gpucluster --help` and `gpucluster catalog` start fast."""
+"""The `gpucluster` command. Subcommands load on first use: `gpucluster --help` lists them from
+the table below without importing one, and `gpucluster plan train` imports only the plan
+commands. Command modules import their heavy dependencies lazily too, and help is click's plain
+layout (no rich or markdown rendering at start), so that every command starts fast
+(benchmarks/cli_startup.py)."""
 
 from __future__ import annotations
 
 import os
 import sys
+from difflib import get_close_matches
+from importlib import import_module
+from typing import Any
 
 import typer
+from typer.core import TyperGroup
 
-from gpucluster.cli import catalog_cmd, comm_cmd, models_cmd, plan_cmd, schema_cmd, topology_cmd, validate_cmd
 from gpucluster.errors import UserError
+
+# name -> (module, attribute, is a group of subcommands, the one-line summary `--help` lists).
+# The summary is the command's own first docstring line; tests/cli/test_app_lazy.py holds them equal.
+COMMANDS: dict[str, tuple[str, str, bool, str]] = {
+    "catalog": ("gpucluster.cli.catalog_cmd", "catalog", False,
+                "List GPUs, NICs, switches, CPUs and link technologies, or show one entry with sources."),
+    "models": ("gpucluster.cli.models_cmd", "models", False,
+               "List transformer presets (size, shape, MoE, source), or show one."),
+    "schema": ("gpucluster.cli.schema_cmd", "schema", False,
+               "Print the JSON Schema of a spec file (point your editor's YAML plugin at it)."),
+    "topology": ("gpucluster.cli.topology_cmd", "topology", False,
+                 "Per-GPU bandwidth and latency per tier, switches and cables, bisection bandwidth."),
+    "comm": ("gpucluster.cli.comm_cmd", "comm", False,
+             'Print the nccl-tests table that a healthy cluster should give: the "expected" side of '
+             '"run nccl-tests before you train".'),
+    "validate": ("gpucluster.cli.validate_cmd", "validate", False,
+                 "Predict each case's measured metric and print the error (predicted - measured) / measured."),
+    "cost": ("gpucluster.cli.cost_cmd", "cost", False,
+             "What the cluster costs to build and run, against renting it; break-even month and TCO."),
+    "reliability": ("gpucluster.cli.reliability_cmd", "reliability", False,
+                    "How often a job fails at its size, how often to checkpoint, and what failures cost."),
+    "facility": ("gpucluster.cli.facility_cmd", "facility", False,
+                 "kW per node and per rack, amperes and circuits on the feed, air or liquid cooling; with "
+                 "--model, what storage must deliver to feed the GPUs and absorb checkpoints, tier by tier."),
+    "check": ("gpucluster.cli.check_cmd", "check", False,
+              "Find what is wrong with a cluster spec and its job files, with the numbers and the fix."),
+    "advise": ("gpucluster.cli.advise_cmd", "advise", False,
+               "Answer the seeds' decision framework for your workload from the planners and the cost model."),
+    "diagnose": ("gpucluster.cli.diagnose_cmd", "diagnose", False,
+                 "Name the tier that delivers less than the spec promises, with the numbers."),
+    "sweep": ("gpucluster.cli.sweep_cmd", "sweep", False,
+              "Run every combination of the grid; a failed task is reported with its parameters and the rest "
+              "complete (exit 1 when any failed)."),
+    "metrics": ("gpucluster.cli.metrics_cmd", "metrics", False,
+                "Convert a result to Prometheus/OpenMetrics text with base-unit metric names."),
+    "plan": ("gpucluster.cli.plan_cmd", "plan_app", True,
+             "Plan a workload on a cluster: training runs and serving deployments."),
+    "simulate": ("gpucluster.cli.simulate_cmd", "simulate_app", True,
+                 "Simulate a shared GPU cluster over days or months: queues, utilisation, failures, policies."),
+    "generate": ("gpucluster.cli.generate_cmd", "generate_app", True,
+                 "Write sbatch, torchrun, DeepSpeed, Kubernetes and Kueue files from a plan."),
+    "bench": ("gpucluster.cli.bench_cmd", "bench_app", True,
+              "Benchmarks: collectives (nccl-tests table), GEMM, HBM, storage."),
+    "slurm": ("gpucluster.cli.slurm_cmd", "slurm_app", True, "Submit to Slurm, follow jobs, import sacct history."),
+}
+
+
+def load_command(name: str) -> Any:
+    """The click command (or group) of one subcommand, built by typer from its module."""
+    module, attr, group, _ = COMMANDS[name]
+    obj = getattr(import_module(module), attr)
+    one = typer.Typer(rich_markup_mode=None)
+    if group:
+        one.add_typer(obj, name=name)
+    else:
+        one.command(name)(obj)
+    one.command("_")(lambda: None)  # two commands: typer builds a group, not a lone command
+    return typer.main.get_group(one).commands[name]
+
+
+class _LazyGroup(TyperGroup):
+    """The root group: lists COMMANDS without importing them; imports one when it runs."""
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        if cmd_name not in self.commands and cmd_name in COMMANDS:
+            self.commands[cmd_name] = load_command(cmd_name)
+        return self.commands.get(cmd_name)
+
+    def format_commands(self, ctx: Any, formatter: Any) -> None:
+        with formatter.section("Commands"):
+            formatter.write_dl([(name, entry[3]) for name, entry in COMMANDS.items()])
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        try:
+            return super().resolve_command(ctx, args)
+        except Exception as exc:
+            message = getattr(exc, "message", None)
+            if isinstance(message, str) and args and "Did you mean" not in message:
+                matches = get_close_matches(args[0], list(COMMANDS))
+                if matches:
+                    exc.message = f"{message.rstrip('.')}. Did you mean {', '.join(map(repr, matches))}?"  # type: ignore[attr-defined]
+            raise
+
 
 app = typer.Typer(
     name="gpucluster",
     help="Design, simulate and validate GPU clusters for AI, before and after you buy them.",
+    cls=_LazyGroup,
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    context_settings={"max_content_width": 120},
 )
-app.command("catalog")(catalog_cmd.catalog)
-app.command("models")(models_cmd.models)
-app.command("schema")(schema_cmd.schema)
-app.command("topology")(topology_cmd.topology)
-app.command("comm")(comm_cmd.comm)
-app.command("validate")(validate_cmd.validate)
-app.add_typer(plan_cmd.plan_app, name="plan")
-app.add_typer(__import__("gpucluster.cli.simulate_cmd").cli.simulate_cmd.simulate_app, name="simulate")
-app.command("cost")(__import__("gpucluster.cli.cost_cmd", fromlist=["cost"]).cost)
-app.command("reliability")(__import__("gpucluster.cli.reliability_cmd", fromlist=["x"]).reliability)
-app.command("facility")(__import__("gpucluster.cli.facility_cmd", fromlist=["x"]).facility)
-app.command("check")(__import__("gpucluster.cli.check_cmd", fromlist=["x"]).check)
-app.command("advise")(__import__("gpucluster.cli.advise_cmd", fromlist=["x"]).advise)
-app.add_typer(__import__("gpucluster.cli.generate_cmd", fromlist=["x"]).generate_app, name="generate")
-app.add_typer(__import__("gpucluster.cli.bench_cmd", fromlist=["x"]).bench_app, name="bench")
-app.command("diagnose")(__import__("gpucluster.cli.diagnose_cmd", fromlist=["x"]).diagnose)
-app.add_typer(__import__("gpucluster.cli.slurm_cmd", fromlist=["x"]).slurm_app, name="slurm")
-app.command("sweep")(__import__("gpucluster.cli.sweep_cmd", fromlist=["x"]).sweep)
-app.command("metrics")(__import__("gpucluster.cli.metrics_cmd", fromlist=["x"]).metrics)
 
 
 def _global_flags(argv: list[str]) -> tuple[list[str], bool]:
@@ -68,11 +144,12 @@ def _root(quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing
 
 
 def main() -> None:
-    from gpucluster.cli.render import set_quiet
     from gpucluster.cli.safe_text import one_line
 
     args, quiet = _global_flags(sys.argv[1:])
-    set_quiet(quiet)
+    if quiet or "gpucluster.cli.render" in sys.modules:   # rich loads with the first command that prints
+        from gpucluster.cli.render import set_quiet
+        set_quiet(quiet)
     if not sys.stdout.isatty() and "COLUMNS" not in os.environ:
         # Piped or redirected (a pager, a file, CI): rich would lay help and tables out in 80
         # columns and cut option names and help text with an ellipsis.

@@ -1,0 +1,32 @@
+"""The root command loads subcommands on first use: its table stays in step with the commands,
+and `--help` imports none of them (nor rich, pydantic or numpy). Start-up time itself is measured
+by benchmarks/cli_startup.py, never asserted here."""
+
+import subprocess
+import sys
+
+import pytest
+
+from gpucluster.cli.app import COMMANDS, load_command
+
+
+@pytest.mark.parametrize("name", list(COMMANDS))
+def test_the_listed_summary_is_the_commands_own(name: str) -> None:
+    cmd = load_command(name)
+    assert cmd.name == name
+    assert cmd.get_short_help_str(10**6) == COMMANDS[name][3]
+
+
+def _modules_after(*argv: str) -> set[str]:
+    code = ("import sys\nfrom gpucluster.cli.app import main\nsys.argv = ['gpucluster', *sys.argv[1:]]\n"
+            "try:\n    main()\nexcept SystemExit:\n    pass\nprint('\\n'.join(sys.modules), file=sys.stderr)")
+    proc = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, timeout=120)
+    return set(proc.stderr.split())
+
+
+def test_help_imports_no_command_and_nothing_heavy() -> None:
+    mods = _modules_after("--help")
+    assert "gpucluster.cli.app" in mods
+    heavy = {m for m in mods if m.split(".")[0] in ("numpy", "pydantic", "rich", "yaml", "markdown_it")}
+    assert not heavy
+    assert not {m for m in mods if m.startswith("gpucluster.cli.") and m.endswith("_cmd")}
