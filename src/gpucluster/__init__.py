@@ -4,8 +4,11 @@ The Python API (docs/api.md); names load on first use, so `import gpucluster` st
 
     import gpucluster
     plan = gpucluster.plan_train("llama3-70b", gpu="H100:8", nodes=32, tokens="2T")
+    serve = gpucluster.plan_serve("llama3-70b", rate=1000, gpu="H100:8", slo_ttft="500ms")
+    run = gpucluster.simulate("examples/scenarios/shared-vs-partitioned.yaml", policy="backfill")
+    report = gpucluster.check("examples/h200-256-100gbe.yaml", jobs=["examples/jobs/seed-train-70b.sbatch"])
     cluster = gpucluster.load_cluster("examples/h200-256-ndr400.yaml")
-    rows = gpucluster.validate("../shared/validation/training-public.yaml")
+    rows = gpucluster.validate("validation/training-llama3-meta.yaml")
 """
 
 from __future__ import annotations
@@ -19,6 +22,13 @@ __version__ = "0.1.0"
 _API = {
     "plan_train": ("gpucluster.plan.train_request", "plan_train"),
     "TrainingPlan": ("gpucluster.plan.train_plan", "TrainingPlan"),
+    "plan_serve": ("gpucluster.plan.serve_request", "plan_serve"),
+    "ServePlan": ("gpucluster.plan.serve_request", "ServePlan"),
+    "simulate": ("gpucluster.sim.request", "simulate"),
+    "SimulationRun": ("gpucluster.sim.request", "SimulationRun"),
+    "check": ("gpucluster.check.request", "check"),
+    "CheckReport": ("gpucluster.check.request", "CheckReport"),
+    "document_model": ("gpucluster.documents", "model_of"),
     "load_cluster": ("gpucluster.specs.cluster", "load_cluster"),
     "load_model": ("gpucluster.specs.workload", "load_model_spec"),
     "validate": ("gpucluster.validate.runner", "run_file"),

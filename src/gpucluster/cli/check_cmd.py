@@ -31,11 +31,9 @@ def check(
     html: Annotated[Optional[str], typer.Option(help="Also write a self-contained HTML report with plots")] = None,
 ) -> None:
     """Find what is wrong with a cluster spec and its job files, with the numbers and the fix."""
-    from gpucluster.check.engine import build_context, exit_code, run_checks
-    from gpucluster.check.findings import SEVERITIES
+    from gpucluster.check.request import check as run_check
     from gpucluster.check.rules import RULES
     from gpucluster.errors import UserError
-    from gpucluster.specs.durations import parse_duration
 
     if list_rules:
         rows = [{"id": n, "summary": r.summary} for n, r in sorted(RULES.items())]
@@ -47,28 +45,11 @@ def check(
         return
     if cluster is None:
         raise UserError("give a cluster spec: gpucluster check CLUSTER.yaml [--job FILE ...]")
-    if fail_on not in SEVERITIES:
-        raise UserError(f"must be one of {', '.join(SEVERITIES)}, got {fail_on!r}", field="--fail-on")
-    if input_gbps_per_gpu is not None and input_gbps_per_gpu < 0:
-        raise UserError(f"must be >= 0, got {input_gbps_per_gpu}", field="--input-gbps-per-gpu")
-    try:
-        interval_s = parse_duration(checkpoint_interval, "m") if checkpoint_interval else None
-    except ValueError as exc:
-        raise UserError(str(exc), field="--checkpoint-interval") from None
-    names = [n.strip() for n in interfaces.split(",") if n.strip()] if interfaces else None
-    ctx = build_context(cluster, job, model, profile=profile, pool_name=pool, interfaces=names,
-                        input_gbps_per_gpu=input_gbps_per_gpu, checkpoint_interval_s=interval_s,
-                        checkpoint_tier=checkpoint_tier)
-    if pool:
-        ctx.spec.pool(pool)
-    from gpucluster.plan.reliability_plan import load_failure_model
-    load_failure_model(profile)
-    findings = run_checks(ctx, rule)
-    code = exit_code(findings, fail_on)  # type: ignore[arg-type]
-    counts = {s: sum(f.severity == s for f in findings) for s in SEVERITIES}
-    data = {"schema": "gpucluster-check/v1", "cluster": ctx.spec.name, "jobs": [j.path for j in ctx.jobs],
-            "model": ctx.model_note, "job_nodes": ctx.job_nodes, "findings": [f.to_json() for f in findings],
-            "counts": counts, "fail_on": fail_on, "exit_code": code}
+    report = run_check(cluster, jobs=job, model=model, profile=profile, pool=pool, interfaces=interfaces,
+                       input_gbps_per_gpu=input_gbps_per_gpu, checkpoint_interval=checkpoint_interval,
+                       checkpoint_tier=checkpoint_tier, rules=rule, fail_on=fail_on)
+    ctx, findings, counts, code = report.context, report.findings, report.counts, report.exit_code
+    data = report.to_json()
     if json_out:
         from gpucluster.documents import dump
         print_json(dump("check", data))
