@@ -43,9 +43,16 @@ class CheckpointSize:
         return self.weights_bytes + self.optimizer_bytes
 
 
-def checkpoint_size(spec: TransformerSpec, precision: Precision = "bf16") -> CheckpointSize:
+# Training precision -> the precision of the weights a checkpoint stores (FP8 training keeps BF16 weights).
+_STORED: dict[str, Precision] = {"fp32": "fp32", "fp16": "fp16", "bf16": "bf16", "fp8": "bf16"}
+
+
+def checkpoint_size(spec: TransformerSpec, precision: str = "bf16") -> CheckpointSize:
     """Weights and optimizer state of the whole model (unsharded count), bytes."""
-    b = weight_grad_optimizer_bytes(spec, precision="bf16" if precision == "fp8" else precision)
+    stored = _STORED.get(precision)
+    if stored is None:
+        raise ValueError(f"precision must be fp32, fp16, bf16 or fp8, got {precision!r}")
+    b = weight_grad_optimizer_bytes(spec, precision=stored)
     return CheckpointSize(b["weights"], b["optimizer"])
 
 

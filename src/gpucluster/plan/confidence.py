@@ -42,7 +42,7 @@ def confidence(gpu_name: str, lay: Layout, mfu: float) -> Confidence:
     curve = gemm_curve(gpu.name, lay.precision)
     if "no " in curve.provenance.split(";")[0] or "one measured" in curve.provenance:
         out.append(f"GEMM rate: {curve.provenance.split(';')[0]}")
-    value, why = sustained(gpu.name, lay.precision)
+    _, why = sustained(gpu.name, lay.precision)
     if "assumed" in why:
         out.append(f"sustained fraction: {why}")
     if lay.flash_attention:

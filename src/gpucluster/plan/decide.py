@@ -125,14 +125,14 @@ def ladder(model: TransformerSpec, gpu: str, nic: str, tokens: int | None = None
     for nodes, gpus in steps:
         r = gpu_rung(model, tok, g.name, per_node, nodes, nic, gpus, precision)
         if r.fits and deadline_s is not None:
-            r.meets_deadline = r.time_s <= deadline_s
+            r.meets_deadline = r.time_s is not None and r.time_s <= deadline_s
         rungs.append(r)
         if r.fits and (deadline_s is None or r.meets_deadline):
             answer = r
             break
     for r in rungs[:1]:
         if deadline_s is not None:
-            r.meets_deadline = r.time_s <= deadline_s
+            r.meets_deadline = r.time_s is not None and r.time_s <= deadline_s
     return rungs, answer
 
 

@@ -123,7 +123,11 @@ def _evaluate(step, hardware: str, tp: int, pp: int, per_replica: int, memory_ba
     max_batch = min(memory_batch, cap)
     r, point, limit = max_rate(step, traffic, max_batch, slo_ttft, slo_tpot)
     if r <= 0 or point is None:
-        best = point.ttft_p99 if limit == "TTFT SLO" else (point.tpot_p99 or math.inf) if point else math.inf
+        # No operating point at all: nothing was measured (a missing point used to raise here).
+        if point is None:
+            best = math.inf
+        else:
+            best = point.ttft_p99 if limit == "TTFT SLO" else (point.tpot_p99 or math.inf)
         return Rejected(hardware, tp, pp, limit, f"p99 {limit.split()[0]} {best * 1e3:.1f} ms at light load",
                         best)
     if limit == "capacity":
@@ -147,6 +151,10 @@ def search(spec: TransformerSpec, fabrics: Iterable[TrainingFabric], rate: float
     context = int(traffic.input.quantile(0.99) + traffic.output.quantile(0.99))
     for fab in fabrics:
         gpu = fab.gpu
+        if not {"bf16", "fp16"} & set(gpu.peak_tflops):   # K80: the step model runs 16-bit or narrower math
+            rejected.append(Rejected(gpu.name, 1, 1, "precision", f"{gpu.name} has no bf16 or fp16 "
+                                     f"(it has: {', '.join(gpu.peak_tflops)})"))
+            continue
         rent, buy = gpu.prices.rental_usd_per_gpu_hour, gpu.prices.purchase_usd
         price = rent.value if rent else None
         own = buy.value / (3 * HOURS_PER_YEAR) if buy else None

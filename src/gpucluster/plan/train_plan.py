@@ -166,7 +166,7 @@ def _nothing_fits(spec: TransformerSpec, target: PlanTarget, gbs: int, seq_len: 
         if r.best is not None:
             break
         more *= 2
-    tail = (f"{target.gpus * more} x {gpu.name} would fit ({r.best.layout.short()})" if more <= 64
+    tail = (f"{target.gpus * more} x {gpu.name} would fit ({r.best.layout.short()})" if r.best is not None
             else "even 64x more GPUs do not fit: a smaller model or sequence")
     return UserError(f"{spec.name or 'the model'} fits on no layout of {target.gpus} x {gpu.name} "
                      f"({gpu.hbm_bytes / 2**30:.0f} GiB each): the leanest layout tried "
@@ -174,4 +174,4 @@ def _nothing_fits(spec: TransformerSpec, target: PlanTarget, gbs: int, seq_len: 
                      f"with ZeRO-3, full recompute and optimizer offload considered; {tail}")
 
 
-__all__ = ["TrainingPlan", "plan_training", "SEARCHED"]
+__all__ = ["SEARCHED", "TrainingPlan", "plan_training"]

@@ -98,7 +98,7 @@ def search(spec: TransformerSpec, fabric: TrainingFabric, gpus: int, global_batc
                             v = fixed["interleave"]
                             choices = [(v, v > 1 and spec.layers % (pp * v) != 0 and (spec.layers + 2) % (pp * v) == 0)]
                         for v, accounted in choices:
-                            stack = {"pp_embedding_layer": accounted, "pp_loss_layer": accounted}
+                            stack: dict[str, Any] = {"pp_embedding_layer": accounted, "pp_loss_layer": accounted}
                             stack.update({k: fixed[k] for k in STACK if k in fixed and fixed[k] != "framework"})
                             # An EP group larger than dp x cp folds over the TP ranks (expert TP 1).
                             etp = fixed.get("etp", 0 if (dp * cp) % ep == 0 else 1)
