@@ -202,3 +202,14 @@ def test_simulator_speed_estimate_compares_at_a_shared_precision():
     assert speeds["P100-PCIe-16GB"] == pytest.approx(9.3 / 15.7)
     assert peak_speeds(["V100-SXM2-16GB", "T4"], "V100-SXM2-16GB")["T4"] == pytest.approx(65 / 125)   # fp16
     assert peak_speeds(["H100", "A100"], "H100")["A100"] == pytest.approx(312 / 989.4, rel=1e-3)     # bf16
+
+
+def test_serving_on_k80_is_one_line_naming_the_precisions():
+    exe = Path(sys.executable).parent / "gpucluster"
+    env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200"}
+    proc = subprocess.run([str(exe), "plan", "serve", "--model", "Llama-2-7B", "--rate", "5", "--gpu", "K80:8"],
+                          capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    err = proc.stderr.strip()
+    assert "Traceback" not in proc.stderr and len(err.splitlines()) == 1, err
+    assert "K80 has no bf16 or fp16 (it has: fp64, fp32)" in err

@@ -225,5 +225,8 @@ def nothing_fits(spec: Any, result: Any, ttft: float | None, tpot: float | None,
         return UserError(f"{name} fits on no replica up to {max_replica} GPUs: the smallest footprint "
                          f"({r.hardware} TP{r.tp} x PP{r.pp}) {r.detail}; try --precision fp8/int4, a GPU with "
                          f"more memory, or more --nodes", field="--model")
+    prec = [r for r in result.rejected if r.reason == "precision"]
+    if prec:   # K80: fp32/fp64 only
+        return UserError(f"{prec[0].detail}: the serving model runs bf16/fp16 or narrower math", field="--gpu")
     return UserError(f"no replica shape is valid for {name} on these GPUs (heads and layers must divide "
                      f"over TP and PP)", field="--model")
