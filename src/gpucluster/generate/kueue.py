@@ -60,6 +60,7 @@ def parse_node_labels(items: list[str] | None) -> dict[str | None, dict[str, str
         head, eq, value = item.partition("=")
         if not eq:
             raise UserError(f"expected [POOL:]KEY=VALUE, got {item!r}", field="--node-label")
+        pool: str | None
         pool, colon, key = head.rpartition(":")
         if not colon:
             pool, key = None, head

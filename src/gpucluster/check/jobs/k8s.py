@@ -45,7 +45,7 @@ def _pod_specs(doc: dict) -> list[tuple[tuple, Any, tuple | None]]:
     if kind in ("Deployment", "StatefulSet", "ReplicaSet"):
         return [(("spec", "template", "spec"), _get(doc, "spec", "replicas") or 1, ("spec", "replicas"))]
     if kind == "PyTorchJob":
-        out = []
+        out: list[tuple[tuple, Any, tuple | None]] = []
         roles = _get(doc, "spec", "pytorchReplicaSpecs")
         for role, spec in (roles.items() if isinstance(roles, dict) else ()):
             out.append((("spec", "pytorchReplicaSpecs", role, "template", "spec"), _get(spec, "replicas") or 1,

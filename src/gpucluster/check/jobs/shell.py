@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Set as AbstractSet
 
 from gpucluster.check.jobs.model import Command, JobFile, Problem, Setting
 
@@ -56,7 +57,7 @@ def too_long(line: int, text: str, job: JobFile) -> bool:
     return True
 
 
-def _options(tokens: list[str], line: int, flags: set[str] = frozenset()) -> dict[str, Setting]:
+def _options(tokens: list[str], line: int, flags: AbstractSet[str] = frozenset()) -> dict[str, Setting]:
     """--name=value, --name value, -X value, -Xvalue; a token not followed by a value is a flag ("")."""
     opts: dict[str, Setting] = {}
     i = 0

@@ -10,7 +10,7 @@ A spec without storage, or with local NVMe only (lost with its node), is a warni
 
 from __future__ import annotations
 
-from gpucluster.check.findings import Finding
+from gpucluster.check.findings import Finding, Severity
 from gpucluster.check.rules.base import Rule, rule
 from gpucluster.units import format_duration
 
@@ -44,7 +44,7 @@ class CheckpointTier(Rule):
                           "copy each checkpoint asynchronously to a shared tier (parallel file system or object store)",
                           ev, ctx.at("storage"))
             return
-        sev = ("error" if o.goodput < ERROR_GOODPUT else
+        sev: Severity | None = ("error" if o.goodput < ERROR_GOODPUT else
                "warning" if o.goodput < WARN_GOODPUT or o.lost_work_per_failure_s > WARN_LOST_S else None)
         if sev is None:
             return

@@ -69,16 +69,16 @@ class DeepSpeedBatch(Rule):
                 yield Finding(self.id, "error", f"tensor x pipeline parallel {tp} x {pp} exceeds the world size {world}",
                               f"tensor x pipeline parallel at most {world} GPUs", ev, job.at(line))
                 continue
-            if len(given) == 3:
+            if tbs is not None and mb is not None and gas is not None:     # all three given
                 if tbs != mb * gas * dp:
                     yield Finding(self.id, "error", f"train_batch_size {tbs} != micro batch {mb} x accumulation {gas} "
                                   f"x data-parallel {dp} = {mb * gas * dp}: DeepSpeed will not start",
                                   f"train_batch_size: {mb * gas * dp}, or gradient_accumulation_steps: "
                                   f"{tbs / (mb * dp):g}", ev, job.at(line))
                 continue
-            if tbs is None:
-                continue
             other = mb if mb is not None else gas
+            if tbs is None or other is None:
+                continue
             derived = tbs / (other * dp)
             if derived < 1 or derived != int(derived):
                 name = "gradient_accumulation_steps" if mb is not None else "train_micro_batch_size_per_gpu"

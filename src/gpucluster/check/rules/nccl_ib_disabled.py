@@ -35,6 +35,7 @@ class NcclIbDisabled(Rule):
                 ev |= {"busbw_gbps_rdma": round(float(rdma), 2), "busbw_gbps_tcp": round(float(tcp), 2), "gpus": gpus}
             tail = (f": 1 GiB all-reduce {ev['busbw_gbps_tcp']} GB/s instead of {ev['busbw_gbps_rdma']}"
                     if "busbw_gbps_tcp" in ev else "")
-            yield Finding(self.id, "error", f"NCCL_IB_DISABLE={s.value} turns off RDMA on an {'InfiniBand' if fabric == 'infiniband' else 'RoCE'} cluster; NCCL "
+            kind = "InfiniBand" if fabric == "infiniband" else "RoCE"
+            yield Finding(self.id, "error", f"NCCL_IB_DISABLE={s.value} turns off RDMA on an {kind} cluster; NCCL "
                           f"falls back to TCP sockets{tail}",
                           "remove NCCL_IB_DISABLE (or set it to 0)", ev, job.at(s.line))

@@ -99,8 +99,8 @@ class SbatchGres(Rule):
                               job.at(tasks_s.line if tasks_s else None))
             for c in job.commands:
                 s = c.option("nproc_per_node", "nproc-per-node")
-                n = as_int(s)
-                if s is not None and n is not None and s.value.isdigit() and n != gpus:
-                    yield Finding(self.id, "error", f"torchrun --nproc_per_node={n} but the job has {gpus} GPUs per "
-                                  "node", f"--nproc_per_node={gpus}", ev | {"nproc_per_node": n, "gpus_per_node": gpus},
+                nproc = as_int(s)
+                if s is not None and nproc is not None and s.value.isdigit() and nproc != gpus:
+                    yield Finding(self.id, "error", f"torchrun --nproc_per_node={nproc} but the job has {gpus} GPUs per "
+                                  "node", f"--nproc_per_node={gpus}", ev | {"nproc_per_node": nproc, "gpus_per_node": gpus},
                                   job.at(s.line))
