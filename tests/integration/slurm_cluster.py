@@ -39,8 +39,10 @@ def _free_ports(n: int) -> list[int]:
 
 
 class SlurmCluster:
-    def __init__(self, root: Path, accounting: bool = False) -> None:
+    def __init__(self, root: Path, accounting: bool = False, partitions: str | None = None) -> None:
         self.root, self.accounting = root, accounting
+        # slurm.conf PartitionName lines over gpu[01-02] (default: one partition, gpu, no time limit)
+        self.partitions = partitions or "PartitionName=gpu Nodes=gpu[01-02] Default=YES MaxTime=INFINITE State=UP"
         self.host = socket.gethostname()
         self.ctld_port, self.d1, self.d2, self.dbd_port, self.db_port = _free_ports(5)
         self.conf = root / "slurm.conf"
@@ -89,7 +91,7 @@ KillWait=2
 InactiveLimit=0
 MinJobAge=300
 {acct}NodeName=gpu[01-02] NodeHostname={self.host} NodeAddr=127.0.0.1 Port=[{self.d1},{self.d2}] CPUs=8 RealMemory=16000 Gres=gpu:h200:8 State=UNKNOWN
-PartitionName=gpu Nodes=gpu[01-02] Default=YES MaxTime=INFINITE State=UP
+{self.partitions}
 """)
         (r / "gres.conf").write_text(f"AutoDetect=off\nNodeName=gpu[01-02] Name=gpu Type=h200 "
                                      f"File={r}/fakegpu/nvidia[0-7]\n")

@@ -143,7 +143,7 @@ def _starts(tmp_path, rows, **options) -> dict[str, float]:
     res = simulate(scenario(w, policy="multifactor", policy_options=options, pools=[pool("a", "H100", 1, 8)]))
     assert all(j.state == COMPLETED for j in res.jobs)
     names = [r[0] for r in rows]
-    return {n: j.first_start / 60 for n, j in zip(names, sorted(res.jobs, key=lambda j: j.seq))}
+    return {n: j.first_start / 60 for n, j in zip(names, sorted(res.jobs, key=lambda j: j.seq), strict=True)}
 
 
 # A blocker holds the 8 GPUs for 60 min. Account "heavy" ran 8 GPUs for 100 min before; "light"

@@ -84,4 +84,4 @@ def test_replays_keep_every_invariant(history):
     if loaded.spec.horizon_days is None:
         assert not sim.partial
         for j in sim.by_id.values():
-            assert j.state in (COMPLETED, FAILED, CANCELLED) or j.state == PENDING and j.reason
+            assert j.state in (COMPLETED, FAILED, CANCELLED) or (j.state == PENDING and j.reason)

@@ -20,7 +20,7 @@ from gpucluster.sim.state import ClusterState, NodeInfo
 from helpers import pool, scenario, watch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cli"))
-from tests_cli_helpers import run  # noqa: E402
+from tests_cli_helpers import run
 
 HEADER = "JobID|Partition|Submit|Eligible|Start|End|Timelimit|State|ExitCode|AllocTRES"
 
@@ -44,7 +44,7 @@ def replay(tmp_path, rows, policy="backfill", nodes=1, **options):
     w = [{"kind": "trace", "name": "h", "format": "sacct", "path": sacct(tmp_path, rows)}]
     res = simulate(scenario(w, policy=policy, policy_options=options, pools=[pool("a", "H100", nodes, 8)]))
     jobs = sorted(res.jobs, key=lambda j: j.seq)
-    return {r[0]: j for r, j in zip(rows, jobs)}, res
+    return {r[0]: j for r, j in zip(rows, jobs, strict=True)}, res
 
 
 # A holds 4 of 8 GPUs for 60 min (limit 2 h); B, the head, needs all 8; C needs 4 for 30 min but

@@ -242,7 +242,7 @@ def read_sacct(path: str, limit: int | None = None) -> TraceRead:
                 out.bad_row(lineno, f"{len(parts)} fields, header has {len(header)}")
                 continue
             try:
-                got = _job_of(dict(zip(header, parts)), out)
+                got = _job_of(dict(zip(header, parts, strict=True)), out)
             except _Bad as why:
                 out.bad_row(lineno, str(why))
                 continue
