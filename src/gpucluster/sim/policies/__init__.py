@@ -21,4 +21,5 @@ def load_all() -> Registry:
         sjf,
         topo,
     )
+    from gpucluster.sim.rounds import policy as _rounds  # noqa: F401  (Gavel's round-based policies)
     return policies

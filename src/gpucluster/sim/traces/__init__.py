@@ -26,8 +26,9 @@ class TraceJob:
     mem_mib: int = 0
     gpu_types: tuple[str, ...] | None = None
     name: str = ""
-    steps: float = 0.0             # gavel: total steps (mapped onto run times)
+    steps: float = 0.0             # gavel: total steps
     job_type: str = ""
+    speeds: dict[str, float] | None = None   # gavel: steps/s per throughput-table GPU type
 
 
 @dataclass

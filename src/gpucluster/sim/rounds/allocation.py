@@ -1,0 +1,328 @@
+"""Gavel's allocation policies: X[j, k] = fraction of time job j should run on GPU type k.
+
+Every policy sees a `Problem` (throughputs in steps/s, scale factors, GPUs per type)
+and returns X with rows summing to at most 1 and sum_j scale_j X[j, k] <= GPUs of k.
+
+- `max_min_fairness_perf` (Gavel's LAS, heterogeneity-aware): maximise the minimum over
+  jobs of scale_j x throughput_j(X) / throughput_j(X_equal), where X_equal gives the job
+  an equal time share of every type (so the normalised throughput is 1 under an even
+  split). Jobs of the same throughput row and scale get the same allocation (a
+  symmetric LP has a symmetric optimum), so the LP has one row per class, not per job.
+  A tiny second term (1e-3 of the total normalised throughput) breaks ties towards
+  using spare capacity, where Gavel's interior-point solve lands anywhere on the
+  optimal face.
+- `max_min_fairness` (agnostic LAS): the same with every throughput set to 1, as Gavel
+  does; each job's time share is then split across types in proportion to their GPUs
+  (the agnostic scheduler has no reason to prefer one).
+- `fifo` / `fifo_perf`: arrival order, the head of the queue blocks, X is 1 on one type;
+  the agnostic one keeps a job on a random type (seeded) among those with a free GPU,
+  `_perf` re-places every job in arrival order on the fastest type with room for it.
+  The agnostic FIFO may allocate more GPUs of a type than exist (see `Fifo`).
+- `finish_time_fairness(_perf)` (Themis, as in Gavel): minimise the maximum over jobs of
+  rho = (elapsed + remaining / throughput(X)) / (elapsed + remaining / isolated
+  throughput), isolated = an equal share of the cluster. rho is quasi-convex in X:
+  bisection on rho, each step one LP feasibility check.
+- `throughput_per_dollar_perf` (Gavel's cost objective): maximise sum over jobs of
+  normalised throughput per dollar of GPU time, prices from the catalog or the cluster.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from gpucluster.sim.rounds import allocators
+
+EPS_X = 1e-6          # an allocation below this is zero (LP noise)
+TIE_WEIGHT = 1e-3     # weight of the efficiency tie-breaker beside the max-min term
+
+
+@dataclass
+class Problem:
+    ids: np.ndarray               # stable job ids (stateful policies key on them), arrival order
+    throughput: np.ndarray        # (m, K) steps/s of each job on each type (0: cannot run there)
+    scale: np.ndarray             # (m,) GPUs per job
+    capacity: np.ndarray          # (K,) GPUs of each type available
+    prices: np.ndarray | None = None      # (K,) USD per GPU-hour
+    elapsed_s: np.ndarray | None = None   # (m,) seconds since arrival (finish-time fairness)
+    remaining: np.ndarray | None = None   # (m,) steps left
+    options: dict = field(default_factory=dict)
+
+    def feasible(self) -> np.ndarray:
+        return (self.throughput > 0) & (self.scale[:, None] <= self.capacity[None, :])
+
+
+def _linprog():
+    from scipy.optimize import linprog   # lazy: scipy stays off the light import path
+    return linprog
+
+
+def _classes(c: np.ndarray, scale: np.ndarray, ok: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Unique (coefficient row, scale, feasibility) classes: representatives, inverse, counts."""
+    key = np.concatenate([c, scale[:, None].astype(float), ok.astype(float)], axis=1)
+    index: dict[bytes, int] = {}
+    inverse = np.empty(len(key), dtype=np.int64)
+    first: list[int] = []
+    for i, row in enumerate(key):   # a dict of row bytes: cheaper than np.unique(axis=0) here
+        u = index.setdefault(row.tobytes(), len(first))
+        if u == len(first):
+            first.append(i)
+        inverse[i] = u
+    return np.array(first, dtype=np.int64), inverse, np.bincount(inverse).astype(float)
+
+
+def _base_lp(u: int, K: int, scale: np.ndarray, counts: np.ndarray, capacity: np.ndarray, ok: np.ndarray,
+             extra_cols: int = 0):
+    """Rows sum <= 1 and per-type capacity over x (u*K, row-major) [+ extra columns], dense:
+    these LPs have tens of classes, where scipy's sparse assembly costs more than the solve."""
+    A = np.zeros((u + K, u * K + extra_cols))
+    r = np.arange(u)
+    for k in range(K):
+        A[r, r * K + k] = 1.0
+        A[u + k, r * K + k] = counts * scale
+    b = np.concatenate([np.ones(u), capacity.astype(float)])
+    bounds = np.zeros((u * K + extra_cols, 2))
+    bounds[:u * K, 1] = np.where(ok.ravel(), 1.0, 0.0)
+    bounds[u * K:, 1] = np.inf
+    return A, b, bounds
+
+
+def max_min(c: np.ndarray, scale: np.ndarray, capacity: np.ndarray, ok: np.ndarray) -> np.ndarray:
+    """max t s.t. sum_k c[j,k] x[j,k] >= t for every job with a feasible type, + a tie-breaker."""
+    m, K = c.shape
+    X = np.zeros((m, K))
+    live = ok.any(axis=1)
+    if not live.any():
+        return X
+    rep, inv, counts = _classes(c[live], scale[live], ok[live])
+    cu, su, oku = c[live][rep], scale[live][rep], ok[live][rep]
+    u = len(rep)
+    A0, b0, bounds = _base_lp(u, K, su, counts, capacity, oku, extra_cols=1)
+    fair = np.zeros((u, u * K + 1))     # t - sum_k c x <= 0, one row per class; t is the last column
+    r = np.arange(u)
+    for k in range(K):
+        fair[r, r * K + k] = -cu[:, k]
+    fair[:, -1] = 1.0
+    total = float(counts.sum())
+    cost = np.concatenate([-TIE_WEIGHT * (counts[:, None] * cu).ravel() / total, [-1.0]])
+    res = _linprog()(cost, A_ub=np.vstack([A0, fair]), b_ub=np.concatenate([b0, np.zeros(u)]), bounds=bounds,
+                     method="highs")
+    if res.status != 0:
+        raise RuntimeError(f"max-min LP failed: {res.message}")   # a bug: the LP is always feasible (X = 0)
+    X[live] = res.x[:-1].reshape(u, K)[inv]
+    return _clean(X)
+
+
+def _clean(X: np.ndarray) -> np.ndarray:
+    X = np.clip(X, 0.0, 1.0)
+    X[X < EPS_X] = 0.0
+    over = X.sum(axis=1)
+    X[over > 1] /= over[over > 1, None]
+    return X
+
+
+def equal_share_throughput(T: np.ndarray, capacity: np.ndarray) -> np.ndarray:
+    """Each job's throughput when it spends time on every type in proportion to its GPUs."""
+    w = capacity / max(1.0, float(capacity.sum()))
+    return (T * w[None, :]).sum(axis=1)
+
+
+class Allocator:
+    """A stateless policy unless it says otherwise; `reset` forgets state between runs."""
+    name = ""
+    agnostic = False
+
+    def __init__(self, options: dict | None = None, seed: int = 0) -> None:
+        self.options = dict(options or {})
+        self.seed = seed
+
+    def rates(self, p: Problem) -> np.ndarray:
+        """Throughputs the policy believes in: all 1 where feasible when agnostic."""
+        ok = p.feasible()
+        return ok.astype(float) if self.agnostic else np.where(ok, p.throughput, 0.0)
+
+    def allocate(self, p: Problem) -> np.ndarray:
+        raise NotImplementedError
+
+
+@allocators.register("max_min_fairness_perf", "las_perf", "gavel")
+class MaxMinFairnessPerf(Allocator):
+    name = "max_min_fairness_perf"
+
+    def allocate(self, p: Problem) -> np.ndarray:
+        T = self.rates(p)
+        ok = T > 0
+        eq = equal_share_throughput(T, p.capacity)
+        c = np.where(ok, p.scale[:, None] * T / np.maximum(eq, 1e-300)[:, None], 0.0)
+        return max_min(c, p.scale, p.capacity, ok)
+
+
+@allocators.register("max_min_fairness", "las")
+class MaxMinFairness(MaxMinFairnessPerf):
+    name = "max_min_fairness"
+    agnostic = True
+
+    def allocate(self, p: Problem) -> np.ndarray:
+        X = super().allocate(p)
+        ok = p.feasible()
+        # re-split each job's share over its feasible types by their GPU counts
+        w = ok * p.capacity[None, :].astype(float)
+        share = X.sum(axis=1, keepdims=True) * w / np.maximum(w.sum(axis=1, keepdims=True), 1e-300)
+        used = (p.scale[:, None] * share).sum(axis=0)
+        return share if np.all(used <= p.capacity + 1e-6) else X
+
+
+@allocators.register("fifo_perf")
+class FifoPerf(Allocator):
+    """Arrival order, the head of the queue blocks. As Gavel's FIFO_Perf: recomputed from
+    scratch at every allocation (the oldest jobs move to the fastest types as they free
+    up), each job taking the fastest type that holds its gang now."""
+    name = "fifo_perf"
+    sticky = False
+
+    def __init__(self, options: dict | None = None, seed: int = 0) -> None:
+        super().__init__(options, seed)
+        self.placed: dict[int, int] = {}
+        self.rng = np.random.default_rng(seed)
+
+    def candidates(self, ok_row: np.ndarray, avail: np.ndarray, scale: int) -> np.ndarray:
+        return np.flatnonzero(ok_row & (avail >= scale))
+
+    def choose(self, T_row: np.ndarray, cands: np.ndarray) -> int:
+        return int(cands[np.argmax(T_row[cands])])
+
+    def allocate(self, p: Problem) -> np.ndarray:
+        m, K = p.throughput.shape
+        X = np.zeros((m, K))
+        ok = p.feasible()
+        avail = p.capacity.astype(float).copy()
+        live = {int(i) for i in p.ids}
+        self.placed = {i: k for i, k in self.placed.items() if i in live} if self.sticky else {}
+        waiting = []
+        for j, i in enumerate(p.ids.tolist()):
+            k = self.placed.get(i)
+            if k is None:
+                waiting.append(j)
+            else:
+                X[j, k] = 1.0
+                avail[k] -= p.scale[j]
+        for j in waiting:   # arrival order; the first that finds no room blocks the rest
+            cands = self.candidates(ok[j], avail, int(p.scale[j]))
+            if len(cands) == 0:
+                break
+            k = self.choose(p.throughput[j], cands)
+            self.placed[int(p.ids[j])] = k
+            X[j, k] = 1.0
+            avail[k] -= p.scale[j]
+        return X
+
+
+@allocators.register("fifo")
+class Fifo(FifoPerf):
+    """As Gavel's agnostic FIFO: a job keeps the type it was given; a new one gets a random
+    type (seeded) among those with at least one GPU not yet allocated, so a gang may be
+    allocated a type it does not fit on yet and waits there (the mechanism never runs
+    more than fits). This reading reproduces Gavel's figures (docs/simulator.md); requiring
+    room for the whole gang, as FIFO_Perf does, gives 1.4x Gavel's mean JCT on 2869ce."""
+    name = "fifo"
+    agnostic = True
+    sticky = True
+
+    def candidates(self, ok_row: np.ndarray, avail: np.ndarray, scale: int) -> np.ndarray:
+        return np.flatnonzero(ok_row & (avail > 0))
+
+    def choose(self, T_row: np.ndarray, cands: np.ndarray) -> int:
+        return int(self.rng.choice(cands))
+
+
+@allocators.register("finish_time_fairness_perf", "themis_perf")
+class FinishTimeFairnessPerf(Allocator):
+    name = "finish_time_fairness_perf"
+
+    def allocate(self, p: Problem) -> np.ndarray:
+        T = self.rates(p)
+        ok = T > 0
+        m, K = T.shape
+        X = np.zeros((m, K))
+        live = ok.any(axis=1)
+        if not live.any():
+            return X
+        T, ok, s = T[live], ok[live], p.scale[live]
+        n = int(live.sum())
+        elapsed = (p.elapsed_s[live] if p.elapsed_s is not None else np.zeros(n)).astype(float)
+        rem = (p.remaining[live] if p.remaining is not None else np.ones(n)).astype(float)
+        if self.agnostic:   # remaining work in the same unit as the all-ones throughputs
+            rem = rem / np.maximum(p.throughput[live].max(axis=1), 1e-300)
+        share = min(1.0, float(p.capacity.sum()) / max(1.0, float(s.sum())))
+        iso = equal_share_throughput(T, p.capacity) * share
+        denom = elapsed + rem / iso
+        A0, b0, bounds = _base_lp(n, K, s, np.ones(n), p.capacity, ok)
+        tp = np.zeros((n, n * K))
+        for k in range(K):
+            tp[np.arange(n), np.arange(n) * K + k] = -T[:, k]
+        A = np.vstack([A0, tp])
+        linprog = _linprog()
+        cost = -(T / np.maximum(iso, 1e-300)[:, None]).ravel() * TIE_WEIGHT
+
+        def solve(rho: float):
+            slack = rho * denom - elapsed
+            if np.any(slack <= 0):
+                return None
+            need = rem / slack                      # throughput each job needs to finish by rho
+            res = linprog(cost, A_ub=A, b_ub=np.concatenate([b0, -need]), bounds=bounds, method="highs")
+            return res.x if res.status == 0 else None
+
+        lo = float(np.max(elapsed / denom))
+        hi, x = max(1.0, 2 * lo), None
+        for _ in range(40):
+            x = solve(hi)
+            if x is not None:
+                break
+            lo, hi = hi, hi * 2
+        if x is None:   # even a huge rho is infeasible: only a job with no capacity left; give it nothing
+            return X
+        for _ in range(int(self.options.get("bisections", 12))):
+            mid = 0.5 * (lo + hi)
+            got = solve(mid)
+            if got is None:
+                lo = mid
+            else:
+                hi, x = mid, got
+        X[live] = x.reshape(n, K)
+        return _clean(X)
+
+
+@allocators.register("finish_time_fairness", "themis")
+class FinishTimeFairness(FinishTimeFairnessPerf):
+    name = "finish_time_fairness"
+    agnostic = True
+
+
+@allocators.register("throughput_per_dollar_perf", "max_sum_throughput_normalized_by_cost_perf", "cost")
+class ThroughputPerDollar(Allocator):
+    name = "throughput_per_dollar_perf"
+
+    def allocate(self, p: Problem) -> np.ndarray:
+        T = self.rates(p)
+        ok = T > 0
+        m, K = T.shape
+        X = np.zeros((m, K))
+        live = ok.any(axis=1)
+        if not live.any():
+            return X
+        prices = p.prices if p.prices is not None else np.ones(K)
+        prices = np.where(prices > 0, prices, 1.0)
+        eq = equal_share_throughput(T, p.capacity)
+        value = np.where(ok, T / np.maximum(eq, 1e-300)[:, None] / prices[None, :], 0.0)
+        rep, inv, counts = _classes(value[live], p.scale[live], ok[live])
+        vu, su, oku = value[live][rep], p.scale[live][rep], ok[live][rep]
+        A, b, bounds = _base_lp(len(rep), K, su, counts, p.capacity, oku)
+        # earlier arrivals first among equals: a tiny bonus decreasing with the class's first job
+        order = 1.0 - np.argsort(np.argsort(rep)) / max(1, len(rep)) * 1e-6
+        cost = -(counts[:, None] * vu * order[:, None]).ravel()
+        res = _linprog()(cost, A_ub=A, b_ub=b, bounds=bounds, method="highs")
+        if res.status != 0:
+            raise RuntimeError(f"cost LP failed: {res.message}")
+        X[live] = res.x.reshape(len(rep), K)[inv]
+        return _clean(X)
