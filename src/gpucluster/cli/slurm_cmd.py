@@ -277,8 +277,10 @@ def import_(out: Annotated[str, typer.Option("--out", "-o", help="Trace file to 
             cluster: Annotated[Optional[str], typer.Option(help="Cluster spec for --scenario")] = None,
             policy: Annotated[str, typer.Option(help="Policy for --scenario")] = "backfill",
             timeout: Timeout = 30.0, json_out: Json = False) -> None:
-    """Turn sacct history into a trace (`gpucluster simulate` reads it with format: sacct). Failed,
-    cancelled and timed-out jobs keep their state, exit code, partition, QOS and time limit."""
+    """Turn sacct history into a trace (`gpucluster simulate` reads it with format: sacct). Every job
+    keeps its partition, QOS, account, time limit, state, exit code and recorded wait (Start -
+    Eligible); `simulate` on the scenario prints simulated against recorded waits per partition.
+    --policy multifactor replays Slurm's priority/multifactor (docs/simulator.md, calibration)."""
     import yaml
 
     from gpucluster.errors import UserError
@@ -305,8 +307,12 @@ def import_(out: Annotated[str, typer.Option("--out", "-o", help="Trace file to 
     for j in read.jobs:
         s = getattr(j, "final_state", "completed")
         replay[s] = replay.get(s, 0) + 1
+    partitions: dict[str, int] = {}
+    for j in read.jobs:
+        p = getattr(j, "partition", "") or "(none)"
+        partitions[p] = partitions.get(p, 0) + 1
     info = {"trace": out, "rows": read.rows, "jobs": len(read.jobs), "skipped": dict(read.skipped),
-            "bad": dict(read.bad), "states": states, "replay_states": replay}
+            "bad": dict(read.bad), "states": states, "replay_states": replay, "partitions": partitions}
     if scenario:
         base = Path(scenario).resolve().parent
         doc = {"name": f"sacct-replay-{Path(out).stem}", "cluster": os.path.relpath(Path(cluster).resolve(), base),
@@ -323,3 +329,5 @@ def import_(out: Annotated[str, typer.Option("--out", "-o", help="Trace file to 
         console.print(f"wrote {safe(out)}: {read.rows} jobs in the history, {len(read.jobs)} with GPUs to replay; "
                       f"states {safe(', '.join(f'{k} {v}' for k, v in sorted(states.items())) or '-')}"
                       + (f"; scenario {safe(scenario)}" if scenario else ""), highlight=False)
+        if read.skipped or read.bad:   # why rows are not replayed, one line (bad rows with their first line)
+            console.print("  " + safe(read.summary().split("; ", 1)[-1]), highlight=False)
