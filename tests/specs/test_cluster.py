@@ -24,6 +24,7 @@ EXPECTED = {  # file: (nodes, GPUs)
     "h200-256-ndr400": (32, 256),
     "h200-256-100gbe": (32, 256),
     "mixed-h100-h200-mi300x": (40, 320),
+    "gavel-36-36-36": (108, 108),     # Gavel's 36 V100 + 36 P100 + 36 K80, one GPU per server
 }
 
 
