@@ -22,17 +22,21 @@ latency is NCCL's base + steps * hop latency). Algorithms, chosen like NCCL's tu
   pipelines the phases, so the bandwidth term is the slowest phase's and the
   latencies add (NCCL's tree and NVLS-tree algorithms).
 
-Everything here is pure and works on numpy arrays of sizes as well as scalars.
+Everything here is pure and works on numpy arrays of sizes as well as scalars. numpy loads on the
+first array call: the scalar fast path at the end (what the training and serving planners call)
+runs without it, so their commands start without importing numpy.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
-
-import numpy as np
+import math
+from typing import TYPE_CHECKING, Literal
 
 from gpucluster.catalog.models import Link, Ramp
+
+if TYPE_CHECKING:
+    import numpy as np
 
 Op = Literal["all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "reduce", "send_recv"]
 OPS: tuple[str, ...] = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "reduce",
@@ -140,6 +144,8 @@ def transfer_time(w_bytes, chunk_bytes, gbps: float, ramp: Ramp):
     w is what the busiest link carries; chunk is the message of one algorithm step
     (S/n for a ring), whose size decides how well NCCL fills its channels and pipeline.
     """
+    import numpy as np
+
     w = np.asarray(w_bytes, dtype=float)
     c = np.broadcast_to(np.asarray(chunk_bytes, dtype=float), w.shape)
     bw = ramp.efficiency.value * gbps * 1e9
@@ -153,12 +159,16 @@ def _latency_s(link: Link, steps: int) -> float:
 
 def ring_chunk(op: str, size, n: int):
     """Bytes one ring step moves: S/n, except for ops that forward the whole buffer."""
+    import numpy as np
+
     s = np.asarray(size, dtype=float)
     return s if op in ("broadcast", "reduce", "send_recv") else s / max(n, 1)
 
 
 def _ring(op: str, size, g: CommGroup):
     """Flat ring (pairwise for all_to_all) over every GPU of the group."""
+    import numpy as np
+
     n = g.gpus
     s = np.asarray(size, dtype=float)
     w, chunk = s * bus_factor(op, n), ring_chunk(op, s, n)
@@ -186,12 +196,16 @@ def _ring(op: str, size, g: CommGroup):
 def _nvls(size, g: CommGroup):
     """NVLink SHARP all_reduce: each GPU writes S to the switch and reads S back,
     so its link carries S bytes each way whatever the group size."""
+    import numpy as np
+
     s = np.asarray(size, dtype=float)
     return _latency_s(g.scale_up.link, 2) + transfer_time(s, s, g.scale_up_gbps, g.scale_up.ramp(in_switch=True))
 
 
 def _hierarchical(op: str, size, g: CommGroup):
     """Inside each domain, then across domains on every GPU's own rail; pipelined."""
+    import numpy as np
+
     s = np.asarray(size, dtype=float)
     out_tier = g.scale_out
     assert out_tier is not None
@@ -236,6 +250,8 @@ def candidates(op: str, g: CommGroup) -> list[str]:
 
 def predict(op: str, size, group: CommGroup, algorithm: str = "auto") -> Prediction:
     """Predict a healthy cluster's nccl-tests result for `op` at `size` bytes."""
+    import numpy as np
+
     if op not in OPS:
         raise ValueError(f"unknown collective {op!r} (valid: {', '.join(OPS)})")
     sizes = np.asarray(size, dtype=float)
@@ -273,6 +289,8 @@ def predict(op: str, size, group: CommGroup, algorithm: str = "auto") -> Predict
 
 def _out(template, value):
     """Scalars in, scalars out."""
+    import numpy as np
+
     if np.ndim(template) == 0:
         v = np.asarray(value).reshape(())
         return v.item()
@@ -285,7 +303,8 @@ def _out(template, value):
 # _hierarchical on Python floats, time only; tests/model/test_collectives.py holds them equal
 # to `predict` on random groups and sizes.
 
-def _transfer_f(w: float, chunk: float, gbps: float, ramp: Ramp) -> float:
+def transfer_time_s(w: float, chunk: float, gbps: float, ramp: Ramp) -> float:
+    """`transfer_time` for one size, as a float, without numpy."""
     if w <= 0:
         return 0.0
     bw = ramp.efficiency.value * gbps * 1e9
@@ -296,7 +315,7 @@ def _ring_f(op: str, s: float, g: CommGroup) -> float:
     n = g.gpus
     w = s * bus_factor(op, n)
     chunk = s if op in ("broadcast", "reduce", "send_recv") else s / max(n, 1)
-    up = _latency_s(g.scale_up.link, ring_steps(op, n)) + _transfer_f(w, chunk, g.scale_up_gbps, g.scale_up.ramp())
+    up = _latency_s(g.scale_up.link, ring_steps(op, n)) + transfer_time_s(w, chunk, g.scale_up_gbps, g.scale_up.ramp())
     if g.per_domain == 1:
         up = 0.0
     if g.domains == 1:
@@ -304,12 +323,12 @@ def _ring_f(op: str, s: float, g: CommGroup) -> float:
     out_tier = g.scale_out
     assert out_tier is not None
     if op == "all_to_all":
-        up = _latency_s(g.scale_up.link, g.per_domain - 1) + _transfer_f(
+        up = _latency_s(g.scale_up.link, g.per_domain - 1) + transfer_time_s(
             s * (g.per_domain - 1) / n, chunk, g.scale_up_gbps, g.scale_up.ramp())
-        out = _latency_s(out_tier.link, g.domains - 1) + _transfer_f(
+        out = _latency_s(out_tier.link, g.domains - 1) + transfer_time_s(
             s * (n - g.per_domain) / n, chunk, g.scale_out_gbps, out_tier.ramp())
     else:
-        out = _latency_s(out_tier.link, ring_steps(op, n)) + _transfer_f(
+        out = _latency_s(out_tier.link, ring_steps(op, n)) + transfer_time_s(
             w / g.per_domain, chunk, g.scale_out_gbps, out_tier.ramp())
     return max(up, out)
 
@@ -321,18 +340,18 @@ def _hierarchical_f(op: str, s: float, g: CommGroup) -> float:
     up_link = g.scale_up.link
     if op == "all_reduce":
         if g.in_switch_reduction and up_link.in_switch is not None:
-            intra = _transfer_f(s, s, g.scale_up_gbps, g.scale_up.ramp(True))
+            intra = transfer_time_s(s, s, g.scale_up_gbps, g.scale_up.ramp(True))
             intra_lat = _latency_s(up_link, 2)
         else:
-            intra = _transfer_f(s * bus_factor("all_reduce", p), s / p, g.scale_up_gbps, g.scale_up.ramp())
+            intra = transfer_time_s(s * bus_factor("all_reduce", p), s / p, g.scale_up_gbps, g.scale_up.ramp())
             intra_lat = _latency_s(up_link, ring_steps("all_reduce", p))
         inter_w, inter_chunk = s / p * bus_factor("all_reduce", d), s / p
     else:  # broadcast, reduce
-        intra = _transfer_f(s, s, g.scale_up_gbps, g.scale_up.ramp())
+        intra = transfer_time_s(s, s, g.scale_up_gbps, g.scale_up.ramp())
         intra_lat = _latency_s(up_link, ring_steps(op, p))
         inter_w, inter_chunk = s / p, s / p
-    inter_steps = 2 * int(np.ceil(np.log2(d)))
-    inter = _transfer_f(inter_w, inter_chunk, g.scale_out_gbps, out_tier.ramp())
+    inter_steps = 2 * math.ceil(math.log2(d))
+    inter = transfer_time_s(inter_w, inter_chunk, g.scale_out_gbps, out_tier.ramp())
     return max(intra, inter) + intra_lat + out_tier.link.hop_latency_us.value * inter_steps * 1e-6
 
 
@@ -349,7 +368,7 @@ def predict_time_s(op: str, size: float, group: CommGroup) -> float:
         if name == "ring":
             t = _ring_f(op, size, group)
         elif name == "nvls":
-            t = _latency_s(group.scale_up.link, 2) + _transfer_f(size, size, group.scale_up_gbps,
+            t = _latency_s(group.scale_up.link, 2) + transfer_time_s(size, size, group.scale_up_gbps,
                                                                    group.scale_up.ramp(in_switch=True))
         else:
             t = _hierarchical_f(op, size, group)

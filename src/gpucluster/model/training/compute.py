@@ -24,8 +24,6 @@ import math
 from dataclasses import dataclass
 from functools import cache
 
-import numpy as np
-
 from gpucluster.catalog import catalog
 from gpucluster.catalog.models import Gpu, Precision
 
@@ -75,13 +73,29 @@ def _sms(gpu: Gpu) -> int | None:
 
 def _fit(points, sms: int | None = None) -> tuple[float, float]:
     """Least squares on relative error of t = a*F*wave + t0 over measured (F, t)."""
-    f = np.array([2.0 * p.m * p.n * p.k * wave_factor(p.m, p.n, 1, sms) for p in points])
-    t = np.array([2.0 * p.m * p.n * p.k / (p.tflops * 1e12) for p in points])
-    a_mat = np.stack([f / t, 1.0 / t], axis=1)
-    (a, t0), *_ = np.linalg.lstsq(a_mat, np.ones_like(t), rcond=None)
+    f = [2.0 * p.m * p.n * p.k * wave_factor(p.m, p.n, 1, sms) for p in points]
+    t = [2.0 * p.m * p.n * p.k / (p.tflops * 1e12) for p in points]
+    a, t0 = _lstsq2([fi / ti for fi, ti in zip(f, t)], [1.0 / ti for ti in t])
     if t0 < 0:  # a kernel cannot cost negative time: refit through the origin
-        a, t0 = float(np.sum(f / t) / np.sum((f / t) ** 2)), 0.0
+        a, t0 = sum(fi / ti for fi, ti in zip(f, t)) / sum((fi / ti) ** 2 for fi, ti in zip(f, t)), 0.0
     return float(a), float(t0)
+
+
+def _lstsq2(u: list[float], v: list[float]) -> tuple[float, float]:
+    """(x, y) minimising sum((x u_i + y v_i - 1)^2): two-column QR (modified Gram-Schmidt), the
+    answer numpy.linalg.lstsq gives, without loading numpy on the planner's start-up path."""
+    r11 = math.sqrt(sum(x * x for x in u))
+    q1 = [x / r11 for x in u]
+    r12 = sum(q * x for q, x in zip(q1, v))
+    w = [x - r12 * q for q, x in zip(q1, v)]
+    r22 = math.sqrt(sum(x * x for x in w))
+    if r22 <= 1e-12 * math.sqrt(sum(x * x for x in v)):  # rank one: numpy's minimum-norm answer
+        import numpy as np
+
+        (x, y), *_ = np.linalg.lstsq(np.array([u, v]).T, np.ones(len(u)), rcond=None)
+        return float(x), float(y)
+    y = sum(x / r22 for x in w) / r22
+    return (sum(q1) - r12 * y) / r11, y
 
 
 def hbm_gbps(gpu: Gpu) -> float:

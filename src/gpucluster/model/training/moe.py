@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 
-from gpucluster.model.collectives import transfer_time
+from gpucluster.model.collectives import transfer_time_s
 from gpucluster.model.training.fabric import TrainingFabric
 from gpucluster.model.training.layout import Layout
 from gpucluster.specs.workload import TransformerSpec
@@ -55,13 +55,13 @@ def dispatch_combine_s(spec: TransformerSpec, lay: Layout, fab: TrainingFabric, 
     remote = remote_domains_per_token(spec, group.domains)
     total = 0.0
     for nbytes in (out_bytes, ACT_BYTES):
-        t_up = transfer_time(local * k * h * nbytes * (group.per_domain - 1) / max(group.per_domain, 1),
-                             local * h * nbytes, group.scale_up_gbps, group.scale_up.ramp())
+        t_up = transfer_time_s(local * k * h * nbytes * (group.per_domain - 1) / max(group.per_domain, 1),
+                               local * h * nbytes, group.scale_up_gbps, group.scale_up.ramp())
         t = float(t_up)
         if group.domains > 1 and group.scale_out is not None:
             # NVLink also forwards what arrives from the network to the experts' GPUs.
-            t_out = transfer_time(local * remote * h * nbytes, local * h * nbytes, group.scale_out_gbps,
-                                  group.scale_out.ramp())
+            t_out = transfer_time_s(local * remote * h * nbytes, local * h * nbytes, group.scale_out_gbps,
+                                    group.scale_out.ramp())
             t = max(t, float(t_out))
             t += (group.scale_out.link.base_latency_us.value + group.scale_out.link.hop_latency_us.value) * 1e-6
         total += t + group.scale_up.link.base_latency_us.value * 1e-6
