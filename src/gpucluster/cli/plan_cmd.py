@@ -2,20 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Optional
+from typing import Annotated, Optional
 
 import typer
 
 plan_app = typer.Typer(help="Plan a workload on a cluster: training runs and serving deployments.", no_args_is_help=True)
 
-LAYOUT_KEYS = {"tp": int, "pp": int, "dp": int, "cp": int, "ep": int, "etp": int, "interleave": int, "v": int,
-               "micro_batch": int, "mb": int, "sequence_parallel": bool, "sp": bool, "recompute": str, "zero": int,
-               "offload_optimizer": bool, "offload": bool, "attention": str, "overlap_dp_comm": bool,
-               "overlap_tp_comm": bool, "moe_overlap": str, "moe_dispatcher": str, "moe_fp8_dispatch": bool,
-               "moe_imbalance": float, "zero3_prefetch_params": float, "pp_embedding_layer": bool,
-               "pp_loss_layer": bool}
-FLOAT_RANGE = {"moe_imbalance": (1.0, 64.0), "zero3_prefetch_params": (1.0, 1e15)}
-ALIASES = {"v": "interleave", "mb": "micro_batch", "sp": "sequence_parallel", "offload": "offload_optimizer"}
+# --layout's keys and parser live with the request they build (gpucluster.plan_train takes the text too).
+from gpucluster.plan.train_request import ALIASES, FLOAT_RANGE, LAYOUT_KEYS, parse_layout  # noqa: E402,F401
 
 
 @plan_app.command("train")
@@ -64,44 +58,4 @@ def train(
         write_train_report(result, meta, html, fixed=result.fixed, tp_across_domains=tp_across_domains)
 
 
-def parse_layout(text: str) -> dict[str, Any]:
-    from gpucluster.errors import UserError
-    from gpucluster.plan.train_request import CHOICES
-
-    fixed: dict[str, Any] = {}
-    for part in filter(None, (p.strip() for p in text.split(","))):
-        if "=" not in part:
-            raise UserError(f"expected key=value, got {part!r} (keys: {', '.join(sorted(LAYOUT_KEYS))})", field="--layout")
-        key, value = (x.strip() for x in part.split("=", 1))
-        if key not in LAYOUT_KEYS:
-            raise UserError(f"unknown key {key!r} (valid: {', '.join(sorted(LAYOUT_KEYS))})", field="--layout")
-        kind = LAYOUT_KEYS[key]
-        try:
-            if kind is bool:
-                if value.lower() not in ("true", "false", "1", "0", "yes", "no", "on", "off"):
-                    raise ValueError
-                parsed: Any = value.lower() in ("true", "1", "yes", "on")
-            elif kind is float:
-                parsed = float(value)
-                low, high = FLOAT_RANGE[key]
-                if not low <= parsed <= high:
-                    raise ValueError
-            elif kind is int:
-                parsed = int(value)
-                if parsed < (0 if key == "zero" else 1):
-                    raise ValueError
-            else:
-                parsed = value
-        except ValueError:
-            what = ({int: "positive integer"}.get(kind, kind.__name__) if kind is not float
-                    else "number from {:g} to {:g}".format(*FLOAT_RANGE[key]))
-            raise UserError(f"{key}={value!r} is not a valid {what}",
-                            field="--layout") from None
-        fixed[ALIASES.get(key, key)] = parsed
-    for key, allowed in CHOICES.items():
-        if key in fixed and fixed[key] not in allowed:
-            raise UserError(f"{key} must be {', '.join(allowed)}, got {fixed[key]!r}", field="--layout")
-    if "zero" in fixed and fixed["zero"] not in (0, 1, 2, 3):
-        raise UserError(f"zero must be 0, 1, 2 or 3, got {fixed['zero']}", field="--layout")
-    return fixed
 from gpucluster.cli import plan_serve_cmd  # noqa: E402,F401  (registers `plan serve`)

@@ -1,29 +1,71 @@
-"""Sweeps: a grid of gpucluster runs (plans, simulations) executed in parallel by local
-processes or on a Ray cluster. Each task runs the `gpucluster` command with `--json`, so a task
-does on a Ray worker exactly what it does here, and results equal the serial run's."""
+"""Sweeps: a grid of gpucluster runs (plans, simulations, checks) executed in parallel by local
+worker processes or on a Ray cluster. Each task calls the Python API in-process (no `gpucluster`
+subprocess) and keeps the document `--json` would print, so a task does on a Ray worker exactly
+what it does here, and results equal the serial run's."""
 
 from __future__ import annotations
 
+import inspect
 import itertools
-import json
+import math
 import os
-import shutil
-import subprocess
-import sys
-from concurrent.futures import ThreadPoolExecutor, as_completed
+import signal
+import threading
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 SCHEMA = "gpucluster-sweep/v1"
+
+
+@dataclass(frozen=True)
+class Runner:
+    """How one allowed command runs in-process: the API function, the names its positional
+    arguments bind to, sweep option names that differ from the function's, options the
+    command has for its terminal output only (accepted, unused), and the document it returns."""
+    function: str                                   # "module:name" of the API function
+    document: Callable[[Any], dict[str, Any]]       # result -> the --json document
+    positional: tuple[str, ...] = ()
+    rename: dict[str, str] = field(default_factory=dict)
+    display_only: tuple[str, ...] = ()
+
+
+def _plan_train_doc(plan: Any) -> dict[str, Any]:
+    from gpucluster.documents.plan_train import build
+    return build(plan).dump()
+
+
+def _document(result: Any) -> dict[str, Any]:
+    return result.document().dump()
+
+
+def _simulation_doc(run: Any) -> dict[str, Any]:
+    from gpucluster.documents import dump
+    return dump("simulation", run.summary)
+
+
+_SIMULATE = Runner("gpucluster.sim.request:simulate", _simulation_doc, positional=("scenario",))
+# The commands a sweep may run (the allow-list), by their words on the command line.
+COMMANDS: dict[tuple[str, ...], Runner] = {
+    ("plan", "train"): Runner("gpucluster.plan.train_request:plan_train", _plan_train_doc),
+    ("plan", "serve"): Runner("gpucluster.plan.serve_request:plan_serve", _document,
+                              rename={"input": "input_tokens", "output": "output_tokens"}, display_only=("top",)),
+    ("simulate",): _SIMULATE,
+    ("simulate", "run"): _SIMULATE,
+    ("check",): Runner("gpucluster.check.request:check", _document, positional=("cluster",),
+                       rename={"job": "jobs", "rule": "rules"}),
+}
 
 
 class SweepSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     name: str = Field(min_length=1)
-    command: list[str] = Field(min_length=1, description="gpucluster subcommand, e.g. [plan, train] or "
-                                                        "[simulate, run]")
+    command: list[str] = Field(min_length=1, description="gpucluster subcommand: " + "; ".join(
+        " ".join(c) for c in COMMANDS))
     args: list[str] = Field(default_factory=list, description="positional arguments (paths relative to the "
                                                               "sweep file)")
     base: dict[str, Any] = Field(default_factory=dict, description="options every task gets: name -> value")
@@ -35,6 +77,14 @@ class SweepSpec(BaseModel):
                                                                "(made relative to the sweep file)")
     timeout_s: float = Field(600, gt=0, description="per task")
 
+    @field_validator("command")
+    @classmethod
+    def _allowed(cls, value: list[str]) -> list[str]:
+        if tuple(value) not in COMMANDS:
+            raise ValueError(f"a sweep runs {', '.join(repr(' '.join(c)) for c in COMMANDS)}; "
+                             f"got {' '.join(value)!r}")
+        return value
+
 
 def load_sweep(path: str) -> SweepSpec:
     from gpucluster.specs.loader import load_model
@@ -45,7 +95,7 @@ def tasks_of(spec: SweepSpec, base_dir: Path) -> list[dict[str, Any]]:
     keys = list(spec.grid)
     out = []
     for combo in itertools.product(*(spec.grid[k] for k in keys)) if keys else [()]:
-        params = {**spec.base, **dict(zip(keys, combo))}
+        params = {**spec.base, **dict(zip(keys, combo, strict=True))}
         for k in spec.paths:
             if k in params and not Path(str(params[k])).is_absolute():
                 params[k] = str((base_dir / str(params[k])).resolve())
@@ -53,19 +103,10 @@ def tasks_of(spec: SweepSpec, base_dir: Path) -> list[dict[str, Any]]:
     return out
 
 
-def argv_of(spec: SweepSpec, params: dict[str, Any], base_dir: Path, exe: str) -> list[str]:
-    argv = [exe, *spec.command]
-    argv += [a if Path(a).is_absolute() or not (base_dir / a).exists() else str((base_dir / a).resolve())
-             for a in spec.args]
-    for k, v in params.items():
-        flag = "--" + k.replace("_", "-")
-        if v is True:
-            argv.append(flag)
-        elif v is False or v is None:
-            continue
-        else:
-            argv += [flag, str(v)]
-    return argv + ["--json"]
+def args_of(spec: SweepSpec, base_dir: Path) -> list[str]:
+    """Positional arguments, an existing relative path made absolute from the sweep file's folder."""
+    return [a if Path(a).is_absolute() or not (base_dir / a).exists() else str((base_dir / a).resolve())
+            for a in spec.args]
 
 
 def _pick(doc: Any, dotted: str) -> Any:
@@ -74,45 +115,134 @@ def _pick(doc: Any, dotted: str) -> Any:
     return doc
 
 
-def run_task(argv: list[str], keep: list[str], timeout_s: float) -> dict:
-    """One task: run, parse JSON, keep the asked fields. Never raises: failures are data."""
-    env = {**os.environ, "NO_COLOR": "1"}
+def _finite(obj: Any) -> Any:
+    """As `--json` prints it: an infinite or undefined number is null."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_finite(v) for v in obj]
+    return obj
+
+
+def _convert(value: Any, annotation: str, option: str) -> Any:
+    """A value as the command line would pass it (YAML may give text for a number, or a number
+    for text), converted to what the API function's annotation takes."""
+    from gpucluster.errors import UserError
+
+    takes = {t.strip() for t in annotation.replace("]", "|").replace("[", "|").split("|")}
+    if "list" in takes and isinstance(value, str):
+        return [value]
+    if isinstance(value, str) and "str" not in takes and takes & {"int", "float"}:
+        try:
+            return int(value) if "int" in takes else float(value)
+        except ValueError:
+            raise UserError(f"expected a number, got {value!r}", field=f"--{option}") from None
+    if isinstance(value, int | float) and not isinstance(value, bool) and "str" in takes \
+            and not takes & {"int", "float"}:
+        return str(value)
+    return value
+
+
+def _call(command: tuple[str, ...], args: list[str], params: dict[str, Any]) -> dict[str, Any]:
+    """Run one point through the API and return its --json document."""
+    from importlib import import_module
+
+    from gpucluster.errors import UserError
+
+    runner = COMMANDS[command]
+    module, name = runner.function.split(":")
+    fn = getattr(import_module(module), name)
+    # The annotations as written (text: the modules use `from __future__ import annotations`).
+    hints = {n: str(p.annotation) for n, p in inspect.signature(fn).parameters.items()}
+    if len(args) > len(runner.positional):
+        raise UserError(f"{' '.join(command)} takes {len(runner.positional)} argument(s), got {len(args)}",
+                        field="args")
+    kwargs: dict[str, Any] = dict(zip(runner.positional, args, strict=False))
+    for key, value in params.items():
+        option = key.replace("_", "-")
+        # As on the command line: a false or null option is left out (the command's default).
+        if value is False or value is None or key.replace("-", "_") in runner.display_only:
+            continue
+        arg = runner.rename.get(key.replace("-", "_"), key.replace("-", "_"))
+        if arg not in hints or arg in runner.positional:
+            raise UserError(f"no such option for {' '.join(command)}", field=f"--{option}")
+        kwargs[arg] = _convert(value, hints[arg], option)
+    return runner.document(fn(**kwargs))
+
+
+class _Timeout(BaseException):
+    """Raised in a task that ran past timeout_s (a BaseException: no `except Exception` in the
+    planner can swallow it)."""
+
+
+def _on_alarm(signum: int, frame: Any) -> None:
+    raise _Timeout
+
+
+def run_point(command: list[str] | tuple[str, ...], args: list[str], params: dict[str, Any], keep: list[str],
+              timeout_s: float) -> dict[str, Any]:
+    """One task: run, keep the asked fields. Never raises: failures are data (the one line the
+    command would print, or the exception of a bug)."""
+    from gpucluster.cli.safe_text import one_line
+    from gpucluster.errors import UserError
+
+    timed = threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer")
+    if timed:
+        old = signal.signal(signal.SIGALRM, _on_alarm)
+        signal.setitimer(signal.ITIMER_REAL, timeout_s)
     try:
-        p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, env=env)
-    except subprocess.TimeoutExpired:
+        doc = _finite(_call(tuple(command), args, params))
+    except _Timeout:
         return {"ok": False, "error": f"timed out after {timeout_s:g} s"}
-    except OSError as exc:
-        return {"ok": False, "error": str(exc)}
-    if p.returncode != 0:
-        lines = (p.stderr.strip() or p.stdout.strip() or f"exit code {p.returncode}").splitlines()
-        return {"ok": False, "error": lines[-1] if lines else f"exit code {p.returncode}"}
-    try:
-        doc = json.loads(p.stdout)
-    except json.JSONDecodeError:
-        return {"ok": False, "error": "the command did not print JSON"}
+    except UserError as exc:
+        return {"ok": False, "error": f"error: {one_line(exc.message)}"}
+    except Exception as exc:  # a bug in one point must not lose the others: reported with its type
+        return {"ok": False, "error": one_line(f"{type(exc).__name__}: {exc}")}
+    finally:
+        if timed:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, old)
     return {"ok": True, "result": {k: _pick(doc, k) for k in keep} if keep else doc}
-
-
-def gpucluster_exe() -> str:
-    here = Path(sys.executable).parent / "gpucluster"
-    return str(here) if here.exists() else shutil.which("gpucluster") or "gpucluster"
 
 
 Progress = Callable[[int, int], None]
 
 
-def run_local(argvs: list[list[str]], spec: SweepSpec, workers: int, progress: Progress | None = None) -> list[dict]:
-    results: list[dict | None] = [None] * len(argvs)
-    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        futs = {pool.submit(run_task, a, spec.keep, spec.timeout_s): i for i, a in enumerate(argvs)}
-        for done, fut in enumerate(as_completed(futs), start=1):
-            results[futs[fut]] = fut.result()
+def _context() -> Any:
+    """Worker processes start from a fresh interpreter (forkserver; spawn where there is none):
+    forking a process whose progress bar runs a thread could copy a held lock."""
+    import multiprocessing as mp
+    return mp.get_context("forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn")
+
+
+def run_local(spec: SweepSpec, args: list[str], params: list[dict[str, Any]], workers: int,
+              progress: Progress | None = None) -> list[dict]:
+    """Every point, in worker processes (one at a time here when workers is 1)."""
+    if workers <= 1 or len(params) <= 1:
+        out = []
+        for i, p in enumerate(params, start=1):
+            out.append(run_point(spec.command, args, p, spec.keep, spec.timeout_s))
             if progress:
-                progress(done, len(argvs))
+                progress(i, len(params))
+        return out
+    results: list[dict | None] = [None] * len(params)
+    with ProcessPoolExecutor(max_workers=min(workers, len(params)), mp_context=_context()) as pool:
+        futs = {pool.submit(run_point, spec.command, args, p, spec.keep, spec.timeout_s): i
+                for i, p in enumerate(params)}
+        for done, fut in enumerate(as_completed(futs), start=1):
+            try:
+                results[futs[fut]] = fut.result()
+            except Exception as exc:  # the worker process died (killed, out of memory): the task failed
+                results[futs[fut]] = {"ok": False, "error": f"worker: {type(exc).__name__}: {exc}"}
+            if progress:
+                progress(done, len(params))
     return results  # type: ignore[return-value]
 
 
-def run_ray(argvs: list[list[str]], spec: SweepSpec, address: str, progress: Progress | None = None) -> list[dict]:
+def run_ray(spec: SweepSpec, args: list[str], params: list[dict[str, Any]], address: str,
+            progress: Progress | None = None) -> list[dict]:
     from gpucluster.bench.deps import require_ray
 
     ray = require_ray()
@@ -128,12 +258,13 @@ def run_ray(argvs: list[list[str]], spec: SweepSpec, address: str, progress: Pro
     ray.init(**kw)
     try:
         @ray.remote(num_cpus=1)
-        def task(argv, keep, timeout_s):
-            out = run_task(argv, keep, timeout_s)
+        def task(command, args, point, keep, timeout_s):
+            out = run_point(command, args, point, keep, timeout_s)
             out["node"] = ray.get_runtime_context().get_node_id()
             return out
 
-        refs = [task.options(scheduling_strategy="SPREAD").remote(a, spec.keep, spec.timeout_s) for a in argvs]
+        refs = [task.options(scheduling_strategy="SPREAD").remote(spec.command, args, p, spec.keep, spec.timeout_s)
+                for p in params]
         index = {r: i for i, r in enumerate(refs)}
         results: list[dict | None] = [None] * len(refs)
         pending, done = list(refs), 0
@@ -157,13 +288,12 @@ def sweep(path: str, *, ray_address: str | None = None, workers: int | None = No
     spec = load_sweep(path)
     base_dir = Path(path).resolve().parent
     params = tasks_of(spec, base_dir)
-    exe = gpucluster_exe()
-    argvs = [argv_of(spec, p, base_dir, exe) for p in params]
+    args = args_of(spec, base_dir)
     if ray_address:
-        outs = run_ray(argvs, spec, ray_address, progress)
+        outs = run_ray(spec, args, params, ray_address, progress)
     else:
-        outs = run_local(argvs, spec, workers or os.cpu_count() or 1, progress)
-    tasks = [{"params": p, **{k: v for k, v in o.items() if k != "node"}} for p, o in zip(params, outs)]
+        outs = run_local(spec, args, params, workers or os.cpu_count() or 1, progress)
+    tasks = [{"params": p, **{k: v for k, v in o.items() if k != "node"}} for p, o in zip(params, outs, strict=True)]
     nodes = sorted({o["node"] for o in outs if o.get("node")})
     return {"schema": SCHEMA, "name": spec.name, "engine": f"ray {ray_address}" if ray_address else "local",
             "tasks": tasks, "ok": sum(t["ok"] for t in tasks), "failed": sum(not t["ok"] for t in tasks),

@@ -23,6 +23,55 @@ STACK_FLAGS = {"attention": "--attention", "overlap_dp_comm": "--dp-overlap", "o
 CHOICES = {"recompute": ("none", "selective", "full"), "attention": ("flash", "unfused"),
            "moe_overlap": ("none", "dualpipe"), "moe_dispatcher": ("alltoall", "deepep")}
 
+LAYOUT_KEYS = {"tp": int, "pp": int, "dp": int, "cp": int, "ep": int, "etp": int, "interleave": int, "v": int,
+               "micro_batch": int, "mb": int, "sequence_parallel": bool, "sp": bool, "recompute": str, "zero": int,
+               "offload_optimizer": bool, "offload": bool, "attention": str, "overlap_dp_comm": bool,
+               "overlap_tp_comm": bool, "moe_overlap": str, "moe_dispatcher": str, "moe_fp8_dispatch": bool,
+               "moe_imbalance": float, "zero3_prefetch_params": float, "pp_embedding_layer": bool,
+               "pp_loss_layer": bool}
+FLOAT_RANGE = {"moe_imbalance": (1.0, 64.0), "zero3_prefetch_params": (1.0, 1e15)}
+ALIASES = {"v": "interleave", "mb": "micro_batch", "sp": "sequence_parallel", "offload": "offload_optimizer"}
+
+
+def parse_layout(text: str) -> dict[str, Any]:
+    """--layout's text, e.g. "tp=8,pp=4,recompute=selective", as layout keys (aliases resolved)."""
+    fixed: dict[str, Any] = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        if "=" not in part:
+            raise UserError(f"expected key=value, got {part!r} (keys: {', '.join(sorted(LAYOUT_KEYS))})", field="--layout")
+        key, value = (x.strip() for x in part.split("=", 1))
+        if key not in LAYOUT_KEYS:
+            raise UserError(f"unknown key {key!r} (valid: {', '.join(sorted(LAYOUT_KEYS))})", field="--layout")
+        kind = LAYOUT_KEYS[key]
+        try:
+            if kind is bool:
+                if value.lower() not in ("true", "false", "1", "0", "yes", "no", "on", "off"):
+                    raise ValueError
+                parsed: Any = value.lower() in ("true", "1", "yes", "on")
+            elif kind is float:
+                parsed = float(value)
+                low, high = FLOAT_RANGE[key]
+                if not low <= parsed <= high:
+                    raise ValueError
+            elif kind is int:
+                parsed = int(value)
+                if parsed < (0 if key == "zero" else 1):
+                    raise ValueError
+            else:
+                parsed = value
+        except ValueError:
+            what = ({int: "positive integer"}.get(kind, kind.__name__) if kind is not float
+                    else "number from {:g} to {:g}".format(*FLOAT_RANGE[key]))
+            raise UserError(f"{key}={value!r} is not a valid {what}",
+                            field="--layout") from None
+        fixed[ALIASES.get(key, key)] = parsed
+    for key, allowed in CHOICES.items():
+        if key in fixed and fixed[key] not in allowed:
+            raise UserError(f"{key} must be {', '.join(allowed)}, got {fixed[key]!r}", field="--layout")
+    if "zero" in fixed and fixed["zero"] not in (0, 1, 2, 3):
+        raise UserError(f"zero must be 0, 1, 2 or 3, got {fixed['zero']}", field="--layout")
+    return fixed
+
 
 def default_batch_tokens(model: str) -> tuple[float, str]:
     """The batch the model's publisher trained with (the preset's published_batch_tokens), else
@@ -74,7 +123,7 @@ def merge_stack(fixed: dict[str, Any], stack: dict[str, Any]) -> dict[str, Any]:
 def plan_train(model: str | TransformerSpec, *, cluster: str | None = None, pool: str | None = None,
                gpu: str | None = None, nodes: int | None = None, nic: str = "NDR400",
                nics_per_node: int | None = None, tokens: int | str | None = None, global_batch: int | None = None,
-               seq_len: int | None = None, layout: dict[str, Any] | None = None, precision: str = "bf16",
+               seq_len: int | None = None, layout: dict[str, Any] | str | None = None, precision: str = "bf16",
                top: int = 5, tp_across_domains: bool = False, attention: str | None = None,
                dp_overlap: bool | None = None, tp_overlap: bool | None = None,
                moe_overlap: str | None = None) -> TrainingPlan:
@@ -96,6 +145,8 @@ def plan_train(model: str | TransformerSpec, *, cluster: str | None = None, pool
     gbs = global_batch if global_batch is not None else max(1, round(batch_tokens / s))
     if gbs < 1:
         raise UserError(f"must be >= 1, got {gbs}", field="--global-batch")
+    if isinstance(layout, str):
+        layout = parse_layout(layout)
     fixed = merge_stack(layout or {}, {"attention": attention, "overlap_dp_comm": dp_overlap,
                                        "overlap_tp_comm": tp_overlap, "moe_overlap": moe_overlap})
     plan = plan_training(spec, target, gbs, budget, s, fixed=fixed, top=top, precision=precision,
