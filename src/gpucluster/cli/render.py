@@ -34,9 +34,20 @@ class _SafeConsole(Console):
 
 # Piped output (files, CI logs) gets a wide page instead of rich's 80-column default,
 # so that tables do not fold; a terminal keeps its own width.
-_width = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 160
-console = _SafeConsole(highlight=False, width=_width)
+def _piped_width() -> int | None:
+    return None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 160
+
+
+console = _SafeConsole(highlight=False, width=_piped_width())
 err_console = _SafeConsole(stderr=True, highlight=False)
+
+
+def reset_consoles() -> None:
+    """Make both consoles again from the current streams and environment, as at import: a console
+    keeps the width, colour system and NO_COLOR it saw when made (benchmarks/fuzz_long.py's fork
+    server calls this in each child, whose stdout and environment differ from its parent's)."""
+    console.__init__(highlight=False, width=_piped_width())  # type: ignore[misc]
+    err_console.__init__(stderr=True, highlight=False)  # type: ignore[misc]
 
 
 def set_quiet(quiet: bool = True) -> None:
