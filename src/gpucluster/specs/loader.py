@@ -17,7 +17,8 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from gpucluster.errors import UserError
-from gpucluster.specs.safe_yaml import CONSTRUCT_ERRORS, MAX_BYTES, check_text, check_tree, read_capped, yaml_error
+from gpucluster.specs.safe_yaml import (CONSTRUCT_ERRORS, MAX_BYTES, check_text, check_tree, check_written, failing_line,
+                                         read_capped, yaml_error)
 
 M = TypeVar("M", bound=BaseModel)
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present: several times faster
@@ -39,7 +40,9 @@ def _record_lines(node: yaml.Node, path: PathKey, lines: dict[PathKey, int]) -> 
 def load_yaml_text(text: str, source: str) -> tuple[Any, dict[PathKey, int]]:
     """Parse YAML text; returns the data and a map from key path to line number."""
     check_text(text, source)
+    check_written(text, source, _Loader)
     loader = _Loader(text)
+    node = None
     try:
         # One parse: compose the node tree (it keeps line marks), measure it (aliases, depth,
         # duplicate keys) before anything walks it, then build the data from it.
@@ -48,7 +51,8 @@ def load_yaml_text(text: str, source: str) -> tuple[Any, dict[PathKey, int]]:
             check_tree(node, source)
         data = loader.construct_document(node) if node is not None else None
     except CONSTRUCT_ERRORS as exc:
-        raise yaml_error(exc, source, text) from None
+        line = failing_line(node) if isinstance(exc, (ValueError, OverflowError)) else None
+        raise yaml_error(exc, source, text, line) from None
     finally:
         loader.dispose()
     lines: dict[PathKey, int] = {}

@@ -15,6 +15,8 @@ Pure functions of the text: no dependency on the rest of gpucluster but `UserErr
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 
 import yaml
@@ -24,17 +26,51 @@ from gpucluster.errors import UserError
 MAX_BYTES = 4 * 2**20            # a spec or job file; the largest shipped file is 0.26 MiB
 MAX_NODES = 1_000_000            # values after alias expansion; the largest shipped file has 25,000
 MAX_DEPTH = 64                   # nesting; specs nest 5-6 levels
+MAX_WRITTEN = 250_000            # values as written (before aliases): composing costs ~5 us each
 PathKey = tuple[str | int, ...]
+
+
+# Read although not regular files: standard input named on purpose (`--cluster /dev/stdin`, a
+# pipe or a redirect; from a terminal it waits for typing, as `cat` does).
+STDIN_PATHS = ("/dev/stdin", "/proc/self/fd/0", "/dev/fd/0")
+
+
+def open_regular(path: str | Path, what: str = "file") -> int:
+    """A file descriptor open for reading, refused with one line unless `path` is a regular file
+    (or standard input, STDIN_PATHS). Opened non-blocking, then checked with fstat: a named
+    pipe with no writer, a terminal or a socket never blocks the open, and nothing can swap
+    the file between the check and the read."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        raise UserError("file not found", file=str(path)) from None
+    except IsADirectoryError:
+        raise UserError(f"is a directory, expected a {what}", file=str(path)) from None
+    except (OSError, ValueError) as exc:          # ValueError: a NUL byte in the path
+        raise UserError(f"cannot read: {getattr(exc, 'strerror', None) or exc}", file=str(path)) from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise UserError(f"is a directory, expected a {what}", file=str(path))
+        if not stat.S_ISREG(mode) and str(path) not in STDIN_PATHS:
+            kind = ("a named pipe" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode)
+                    else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a regular file")
+            raise UserError(f"is {kind}, expected a {what} (save it to a file first)", file=str(path))
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 def read_capped(path: str | Path, limit: int = MAX_BYTES, what: str = "file") -> str:
     """The file as text, refused with one line when it is larger than `limit` bytes (read no
-    further than that), missing, a folder, unreadable or not UTF-8."""
+    further than that), missing, a folder, a pipe, device or socket (open_regular), unreadable
+    or not UTF-8."""
+    fd = open_regular(path, what)
     try:
-        with open(path, "rb") as f:
+        with open(fd, "rb") as f:
             data = f.read(limit + 1)
-    except FileNotFoundError:
-        raise UserError("file not found", file=str(path)) from None
     except IsADirectoryError:
         raise UserError(f"is a directory, expected a {what}", file=str(path)) from None
     except OSError as exc:
@@ -59,6 +95,27 @@ def check_text(text: str, source: str, limit: int = MAX_BYTES) -> None:
     """Text handed over without a file (a string, a generated document) gets the same cap."""
     if len(text) > limit:
         raise UserError(f"larger than {_size(limit)}: too big for a spec", file=source)
+
+
+def check_written(text: str, source: str, loader_class: type, max_nodes: int = MAX_WRITTEN) -> None:
+    """Refuse a document of more than `max_nodes` values before composing it: libyaml builds a
+    Python node for each (a 4 MiB list of numbers is 2M nodes, ~10 s and ~700 MB). Every node
+    but the first starts at a separator (`,` `:` `-` `?` `[` `{` or a line break), so when
+    twice their count is within the cap the text is small enough (the common case: one pass of
+    str.count); otherwise the parser's events are counted, stopping at the cap (~0.3 s)."""
+    bound = sum(text.count(c) for c in ",:-?[{\n")
+    if 2 * bound + 2 <= max_nodes:
+        return
+    count = 0
+    try:
+        for event in yaml.parse(text, Loader=loader_class):
+            if isinstance(event, (yaml.ScalarEvent, yaml.CollectionStartEvent, yaml.AliasEvent)):
+                count += 1
+                if count > max_nodes:
+                    raise UserError(f"more than {max_nodes:,} values (not a spec file, or one to split)",
+                                    file=source, line=event.start_mark.line + 1)
+    except yaml.YAMLError:
+        return                   # the composer reports the syntax error at its line
 
 
 def _children(node: yaml.Node) -> list[tuple[str | int, yaml.Node]]:
@@ -134,7 +191,7 @@ def check_tree(root: yaml.Node, source: str, max_nodes: int = MAX_NODES, max_dep
     return size[id(root)]
 
 
-def yaml_error(exc: Exception, source: str, text: str | None = None) -> UserError:
+def yaml_error(exc: Exception, source: str, text: str | None = None, line: int | None = None) -> UserError:
     """A PyYAML (or value construction) error as one line at its line."""
     if isinstance(exc, yaml.reader.ReaderError) and text is not None:
         # A NUL or other control byte: the reader knows the offset, not the line. (libyaml gives
@@ -155,8 +212,31 @@ def yaml_error(exc: Exception, source: str, text: str | None = None) -> UserErro
     if isinstance(exc, yaml.YAMLError):
         return UserError(f"YAML error: {' '.join(str(exc).split())}", file=source)
     # int('1' * 5000) (Python's digit limit), a date 2024-13-45, an overflowing float: the
-    # constructor raises a plain ValueError or OverflowError without a mark.
-    return UserError(f"a value cannot be read: {' '.join(str(exc).split())[:200]}", file=source)
+    # constructor raises a plain ValueError or OverflowError without a mark (see failing_line).
+    return UserError(f"a value cannot be read: {' '.join(str(exc).split())[:200]}", file=source, line=line)
+
+
+def failing_line(root: yaml.Node | None) -> int | None:
+    """The line of the first scalar in the tree that cannot be built on its own (a date
+    2024-13-45, an int of 5,000 digits): the constructor's ValueError carries no mark. Only
+    called on that error; each node is visited once."""
+    if root is None:
+        return None
+    seen: set[int] = set()
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, yaml.ScalarNode):
+            try:
+                yaml.constructor.SafeConstructor().construct_object(node)
+            except Exception:
+                return node.start_mark.line + 1
+        else:
+            stack.extend(reversed([c for _, c in _children(node)]))
+    return None
 
 
 # What composing and constructing a document can raise on bad input, besides YAMLError.
