@@ -82,7 +82,13 @@ def test_malformed_results_are_one_line(tmp_path):
                           "rows": [{"size_bytes": "big"}]}, "rows[0]"),
                         ({"schema": "gpucluster-bench-storage/v1", "path": "/x", "write_gbps": "fast",
                           "read_gbps": 1}, "write_gbps"),
-                        ({"schema": "gpucluster-simulation/v1", "utilization": {"busy": "x"}}, "simulation")):
+                        ({"schema": "gpucluster-simulation/v1", "utilization": {"busy": "x"}}, "utilization.busy"),
+                        ({"schema": "gpucluster-simulation/v1", "utilization": 5}, "utilization: must be a mapping"),
+                        ({"schema": "gpucluster-simulation/v1", "gpu_hours": {"useful": float("nan")}},
+                         "gpu_hours.useful: must be a finite number >= 0"),
+                        ({"schema": "gpucluster-simulation/v1", "classes": {"a": {"wait_s": {"p50": -5}}}},
+                         "classes.a.wait_s.p50"),
+                        ({"schema": "gpucluster-simulation/v1", "scenario": "s\x1b]0;T\x07"}, "scenario: must be text")):
         p.write_text(json.dumps(doc))
         assert_one_line_error(run("metrics", str(p)), needle)
 

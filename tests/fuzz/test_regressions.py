@@ -80,8 +80,21 @@ def test_yaml_bombs_duplicates_and_devices(tmp_path):
     dup.write_text(CLUSTER.read_text().replace("    count: 8 ", "    count: 8\n    count: 64 ", 1))
     err = one_line_error("cost", dup, needle="duplicate key")
     assert err.strip() == f"error: {dup}:12: node_pools[0].count: duplicate key (first at line 11)"
-    one_line_error("facility", "/dev/zero", needle="larger than 4 MiB")
-    one_line_error("check", CLUSTER, "--job", "/dev/zero", needle="larger than 1 MiB")
+    one_line_error("facility", "/dev/zero", needle="is a device, expected a spec")
+    one_line_error("check", CLUSTER, "--job", "/dev/zero", needle="is a device")
+    big = tmp_path / "big.yaml"
+    big.write_bytes(b"# " + b"x" * (4 * 2**20) + b"\n")
+    one_line_error("facility", big, needle="larger than 4 MiB")
+
+
+def test_named_pipe_without_writer_is_refused_not_waited_on(tmp_path):
+    import os
+
+    fifo = tmp_path / "spec.yaml"
+    os.mkfifo(fifo)
+    one_line_error("topology", "--cluster", fifo, needle="is a named pipe")
+    one_line_error("metrics", fifo, needle="is a named pipe")
+    one_line_error("check", CLUSTER, "--job", fifo, needle="is a named pipe")
 
 
 def test_price_flags_refuse_nan_and_inf():
@@ -135,3 +148,128 @@ def test_long_lines_are_problems_not_minutes_of_shlex(tmp_path):
 def test_json_output_stays_json_with_hostile_names(hostile_cluster):
     code, out, _ = run("topology", "--cluster", hostile_cluster, "--json")
     assert code == 0 and json.loads(out)["cluster"] == NAME
+
+
+# --- the wrong accepts: each value refused (exit 2) or flagged (a finding, exit 1) ---------
+
+PLAN = Path(__file__).resolve().parent / "data" / "plan-13b.json"
+
+
+def _plan_with(tmp_path: Path, path: tuple, value: object) -> Path:
+    doc = json.loads(PLAN.read_text())
+    node = doc
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = value
+    p = tmp_path / "plan.json"
+    p.write_text(json.dumps(doc, allow_nan=True))
+    return p
+
+
+@pytest.mark.parametrize("path,value,needle", [
+    (("target", "gpus_per_node"), -8, "target.gpus_per_node"), (("target", "nodes"), 0, "target.nodes"),
+    (("best", "step_s"), "nan", "best.step_s"), (("best", "step_s"), -1.0, "best.step_s"),
+    (("best", "step_s"), float("nan"), "NaN is not a number JSON allows"),
+    (("best", "step_s"), float("inf"), "Infinity is not a number JSON allows")])
+@pytest.mark.parametrize("generator", ["slurm", "k8s"])
+def test_plan_with_impossible_values_writes_nothing(tmp_path, path, value, needle, generator):
+    out = tmp_path / "job.out"
+    one_line_error("generate", generator, _plan_with(tmp_path, path, value), "-o", out, needle=needle)
+    assert not out.exists()
+
+
+def test_the_fixture_plan_is_accepted():
+    code, out, _ = run("generate", "slurm", PLAN)
+    assert code == 0 and "#SBATCH --nodes=8" in out and "--gres=gpu:" in out
+
+
+@pytest.mark.parametrize("value", ["-1", "-5:00", "0.5", "abc", "1:2:3:4", "48h"])
+def test_slurm_time_must_be_a_slurm_time(value):
+    one_line_error("generate", "slurm", PLAN, "--time", value, needle="--time: not a Slurm time limit")
+
+
+@pytest.mark.parametrize("value", ["30", "30:00", "48:00:00", "2-00", "2-12:00:00", "UNLIMITED"])
+def test_slurm_time_forms_slurm_reads(value):
+    code, out, _ = run("generate", "slurm", PLAN, "--time", value)
+    assert code == 0 and f"#SBATCH --time={value}" in out
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "0", "0.5", "-1"])
+def test_pue_must_be_a_finite_number_at_least_1(tmp_path, value):
+    one_line_error("cost", CLUSTER, "--price", f"pue={value}", needle="--price")
+    p = tmp_path / "p.yaml"
+    p.write_text(f"pue: {yaml.safe_dump(float(value)).split()[0]}\n")
+    one_line_error("cost", CLUSTER, "--prices", p, needle=f"{p}:1: pue:")
+
+
+@pytest.mark.parametrize("line", ["usd_per_kwh: .inf", "usd_per_kwh: .nan", "utilization_fraction: 0",
+                                  "utilization_fraction: 1.5", "fte_usd_per_year: -1"])
+def test_price_file_values_in_range(tmp_path, line):
+    p = tmp_path / "p.yaml"
+    p.write_text(line + "\n")
+    one_line_error("cost", CLUSTER, "--prices", p, needle=f"{p}:1: {line.split(':')[0]}:")
+
+
+@pytest.mark.parametrize("value", ["NaN", "Infinity", "-8", "0"])
+def test_deepspeed_train_batch_size_is_flagged(tmp_path, value):
+    out = check_job(tmp_path, "ds.json", f'{{\n  "train_batch_size": {value},\n  "train_micro_batch_size_per_gpu": 4\n}}\n')
+    assert "train_batch_size: must be a whole number" in out and "ds.json:2" in out
+
+
+COLLECTIVE = {"schema": "gpucluster-bench-collective/v1", "op": "all_reduce", "world_size": 16, "nodes": 2,
+              "rows": [{"size_bytes": 1048576, "time_us": 120.5, "algbw_gbps": 8.7, "busbw_gbps": 16.3}]}
+
+
+@pytest.mark.parametrize("field,value", [("busbw_gbps", -16.3), ("algbw_gbps", float("nan")), ("time_us", float("inf")),
+                                         ("time_us", -1)])
+def test_metrics_never_exports_negative_or_nan(tmp_path, field, value):
+    doc = json.loads(json.dumps(COLLECTIVE))
+    doc["rows"][0][field] = value
+    p = tmp_path / "r.json"
+    p.write_text(json.dumps(doc, allow_nan=True))
+    one_line_error("metrics", p, needle=f"rows[0].{field}")
+    storage = {"schema": "gpucluster-bench-storage/v1", "path": "/x", "write_gbps": -1.0, "read_gbps": float("nan")}
+    p.write_text(json.dumps(storage, allow_nan=True))
+    one_line_error("metrics", p, needle="write_gbps: must be a finite number >= 0")
+    sim = {"schema": "gpucluster-simulation/v1", "scenario": "s", "gpu_hours": {"useful": value}}
+    p.write_text(json.dumps(sim, allow_nan=True))
+    one_line_error("metrics", p, needle="gpu_hours.useful: must be a finite number >= 0")
+
+
+# --- YAML readers: size in values, a value that cannot be built, standard input ---------------------
+
+def test_large_alias_free_yaml_is_refused_before_it_is_built(tmp_path):
+    p = tmp_path / "big.yaml"
+    p.write_text("name: x\nvalues: [" + ",".join(["1"] * 1_500_000) + "]\n")     # 3 MiB: 1.5M values
+    one_line_error("topology", "--cluster", p, needle="big.yaml:2: more than 250,000 values")
+    p.write_text("".join(f"k{i}: {i}\n" for i in range(200_000)))                 # 400,000 values in lines
+    one_line_error("facility", p, needle="more than 250,000 values")
+
+
+def test_shipped_data_is_far_below_the_value_cap():
+    from gpucluster.specs.safe_yaml import MAX_WRITTEN
+    for path in [*EXAMPLES.glob("**/*.yaml"), *(Path(__file__).resolve().parents[2] / "src" / "gpucluster"
+                                                / "catalog" / "data").glob("*.yaml")]:
+        events = sum(1 for e in yaml.parse(path.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+                     if isinstance(e, (yaml.ScalarEvent, yaml.CollectionStartEvent)))
+        assert events * 4 < MAX_WRITTEN, path
+
+
+def test_a_value_that_cannot_be_built_names_its_line(tmp_path):
+    p = tmp_path / "c.yaml"
+    p.write_text(CLUSTER.read_text() + "\nborn: 2024-13-45\n")
+    err = one_line_error("topology", "--cluster", p, needle="a value cannot be read: month must be in 1..12")
+    assert f"{p}:{len(CLUSTER.read_text().splitlines()) + 2}:" in err
+
+
+def test_standard_input_is_read_when_named(tmp_path):
+    import subprocess
+    import sys
+
+    exe = Path(sys.executable).parent / "gpucluster"
+    with open(CLUSTER, "rb") as f:
+        proc = subprocess.run([str(exe), "topology", "--cluster", "/dev/stdin"], stdin=f, capture_output=True, timeout=120)
+    assert proc.returncode == 0 and b"h100-64-ib" in proc.stdout
+    proc = subprocess.run([str(exe), "topology", "--cluster", "/dev/stdin"], input=CLUSTER.read_bytes(),
+                          capture_output=True, timeout=120)
+    assert proc.returncode == 0 and b"h100-64-ib" in proc.stdout

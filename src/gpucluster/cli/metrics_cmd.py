@@ -29,6 +29,7 @@ def metrics(result: Annotated[str, typer.Argument(help="JSON of bench collective
         read_collective(doc, result)            # every field checked: a bad one is named, never a traceback
         fams = collective_families(doc)
     elif schema == "gpucluster-simulation/v1":
+        _check_simulation(doc, result)          # every value exported: a finite number in range
         try:
             fams = simulation_families(doc)
         except (AttributeError, KeyError, TypeError, ValueError) as exc:
@@ -68,3 +69,60 @@ def _text(doc: dict, key: str, source: str) -> str:
     if not isinstance(v, str):
         raise UserError(f"must be text, got {type(v).__name__}", file=source, field=key)
     return v
+
+
+def _check_simulation(doc: dict, source: str) -> None:
+    """The fields of a `simulate run --json` summary that become samples: ratios in 0..1, hours,
+    counts, waits and costs finite and >= 0 (or null where the summary may have none), names
+    text without control characters. A hand-edited NaN or -5 is named, never exported."""
+    import math
+    import re
+
+    from gpucluster.errors import UserError
+
+    def number(v: object, field: str, hi: float = math.inf, null: bool = False) -> None:
+        if v is None and null:
+            return
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or not 0 <= v <= hi:
+            rng = "0 to 1" if hi == 1 else ">= 0"
+            raise UserError(f"must be a finite number {rng}{' or null' if null else ''}, got {v!r}"[:200],
+                            file=source, field=field)
+
+    def mapping(v: object, field: str) -> dict:
+        if v is None:
+            return {}
+        if not isinstance(v, dict):
+            raise UserError(f"must be a mapping, got {type(v).__name__}", file=source, field=field)
+        return v
+
+    def name(v: object, field: str) -> None:
+        if not isinstance(v, str) or re.search(r"[\x00-\x1f\x7f-\x9f]", v) or len(v) > 1024:
+            raise UserError("must be text without control characters, at most 1,024 characters", file=source,
+                            field=field)
+
+    for key in ("scenario", "policy"):
+        if key in doc:
+            name(doc[key], key)
+    util = mapping(doc.get("utilization"), "utilization")
+    for k in ("allocation", "busy"):
+        if k in util:
+            number(util[k], f"utilization.{k}", hi=1)
+    for k, v in mapping(doc.get("gpu_hours"), "gpu_hours").items():
+        name(k, "gpu_hours")
+        number(v, f"gpu_hours.{k}")
+    for k, v in mapping(doc.get("jobs"), "jobs").items():
+        if isinstance(v, (int, float)) and k != "total":
+            name(k, "jobs")
+            number(v, f"jobs.{k}")
+    if "goodput" in doc:
+        number(doc["goodput"], "goodput", hi=1, null=True)
+    for cls, c in mapping(doc.get("classes"), "classes").items():
+        name(cls, "classes")
+        for key in ("wait_s", "jct_s"):
+            for q, v in mapping(mapping(c, f"classes.{cls}").get(key), f"classes.{cls}.{key}").items():
+                name(q, f"classes.{cls}.{key}")
+                number(v, f"classes.{cls}.{key}.{q}", null=True)
+    cost = mapping(doc.get("cost"), "cost")
+    for k in ("on_prem_usd", "cloud_usd"):
+        if k in cost:
+            number(cost[k], f"cost.{k}", null=True)

@@ -174,6 +174,9 @@ def submit(target: Annotated[str, typer.Argument(help="Training plan JSON (an sb
                         ("--gres-type", gres_type)):
         if value is not None:
             check_text(value, flag)
+    if time is not None:
+        from gpucluster.generate.slurm import check_slurm_time
+        check_slurm_time(time)
     if path.suffix == ".json":
         from gpucluster.generate.plan_file import load_plan
         from gpucluster.generate.slurm import SlurmOptions, sbatch_script

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
+from gpucluster.errors import UserError
 from gpucluster.generate.nccl import nccl_env
 from gpucluster.generate.plan_file import JobPlan
 from gpucluster.generate.quoting import check_text, comment, sh, sh_join, slurm_directive
@@ -23,10 +25,23 @@ class SlurmOptions:
     def __post_init__(self) -> None:
         check_text(self.job_name, "--job-name")
         check_text(self.time, "--time")
+        check_slurm_time(self.time)
         for f, v in (("--partition", self.partition), ("--account", self.account),
                      ("--gres-type", self.gres_type), ("--socket-ifname", self.socket_ifname)):
             if v is not None:
                 check_text(v, f)
+
+
+# sbatch --time: M, M:S, H:M:S, D-H, D-H:M, D-H:M:S, or no limit (Slurm also reads -1 as no limit,
+# but a negative number is far more often a mistake: UNLIMITED says it).
+_SLURM_TIME = re.compile(r"\d{1,9}(:\d{1,2}){0,2}|\d{1,5}-\d{1,2}(:\d{1,2}){0,2}|UNLIMITED|INFINITE", re.IGNORECASE)
+
+
+def check_slurm_time(value: str) -> str:
+    if not _SLURM_TIME.fullmatch(value):
+        raise UserError(f"not a Slurm time limit: {value[:40]!r} (minutes, H:M:S, D-H:M:S or UNLIMITED, "
+                        "e.g. 48:00:00)", field="--time")
+    return value
 
 
 def gres_type(gpu: str) -> str:

@@ -30,8 +30,25 @@ def base_prices(overrides: dict[str, tuple[float, str]] | None = None) -> PriceS
         if k not in values:
             from gpucluster.errors import unknown_name
             raise unknown_name("price", k, values, field="--price")
+        problem = price_problem(k, v)
+        if problem:
+            raise UserError(problem, field=origin)
         values[k], origins[k] = v, origin
     return PriceSet(values, origins, notes)
+
+
+def price_problem(key: str, v: float) -> str | None:
+    """Why `v` cannot be the price or factor `key` (None: it can): a finite number >= 0; a PUE
+    (facility power / IT power) >= 1; a `_fraction` at most 1, a utilization above 0."""
+    if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or v < 0:
+        return f"expected a finite number >= 0, got {v!r}"
+    if key == "pue" and v < 1:
+        return f"a PUE is facility power / IT power, at least 1, got {v!r}"
+    if "_fraction" in key and v > 1:
+        return f"a fraction is at most 1, got {v!r}"
+    if key == "utilization_fraction" and v == 0:
+        return "a utilization of 0 uses no GPU-hours: give a fraction above 0"
+    return None
 
 
 def load_price_file(path: str) -> dict[str, tuple[float, str]]:
@@ -44,9 +61,9 @@ def load_price_file(path: str) -> dict[str, tuple[float, str]]:
     out = {}
     for k, v in data.items():
         v = v.get("value") if isinstance(v, dict) else v
-        if isinstance(v, bool) or not isinstance(v, int | float) or v < 0:
-            raise UserError(f"expected a number >= 0, got {v!r}", file=path, line=lines.get(("prices", k), lines.get((k,))),
-                            field=str(k))
+        problem = price_problem(str(k), v)
+        if problem:
+            raise UserError(problem[:200], file=path, line=lines.get(("prices", k), lines.get((k,))), field=str(k))
         out[str(k)] = (float(v), f"{Path(path).name}: {k}")
     return out
 
