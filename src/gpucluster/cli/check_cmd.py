@@ -57,7 +57,7 @@ def check(
         _render(ctx, findings, counts, fail_on, code)
     if html:
         from gpucluster.report.ops_report import write_check_report
-        write_check_report(data, html)
+        write_check_report(report.document(), html)
     raise typer.Exit(code)
 
 

@@ -82,4 +82,5 @@ def comm(
                           *(plain(line) for line in placed.describe_lines())], rows, avg, algorithm_changes(rows))
     if html:
         from gpucluster.report.ops_report import write_comm_report
-        write_comm_report(data, html)
+        from gpucluster.documents import parse
+        write_comm_report(parse("comm", data), html)

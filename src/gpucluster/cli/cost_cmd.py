@@ -88,7 +88,8 @@ def cost(
         _render(plan, out)
     if html:
         from gpucluster.report.ops_report import write_cost_report
-        write_cost_report(plan, out, html)
+        from gpucluster.documents import parse
+        write_cost_report(plan, parse("cost", out), html)
 
 
 def _q(x: float) -> str:

@@ -59,7 +59,8 @@ def reliability(
         _render(fm, out, plan)
     if html:
         from gpucluster.report.ops_report import write_reliability_report
-        write_reliability_report(fm, out, plan, html)
+        from gpucluster.documents import parse
+        write_reliability_report(fm, parse("reliability", out), plan, html)
 
 
 def _job(plan) -> dict[str, Any]:

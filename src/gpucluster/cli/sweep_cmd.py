@@ -58,7 +58,8 @@ def sweep(
                 console.print(f"  [red]FAILED[/] {escape(params)}: {escape(t['error'])}")
     if html:
         from gpucluster.report.ops_report import write_sweep_report
-        write_sweep_report(result, html)
+        from gpucluster.documents import parse
+        write_sweep_report(parse("sweep", result), html)
     if result["failed"]:
         raise typer.Exit(1)
 

@@ -53,3 +53,8 @@ def dump(name: str, data: dict[str, Any]) -> dict[str, Any]:
     """`data` built as the model of document NAME and dumped as `--json` prints it. A key the
     model does not know, or a value of the wrong type, is a bug here, not bad input: it raises."""
     return model_of(name).model_validate(data).dump()
+
+
+def parse(name: str, data: dict[str, Any]) -> Any:
+    """`data` as the typed model of document NAME (what the HTML reports read)."""
+    return model_of(name).model_validate(data)

@@ -1,11 +1,21 @@
-"""HTML reports of cost, reliability, simulate (and compare), check and comm."""
+"""HTML reports of cost, reliability, simulate (and compare), check, comm and sweep.
+
+Cost, reliability, check, comm and sweep read their `--json` document as its typed model
+(gpucluster.documents); the simulation summary is still read as a dict, as the simulator grows it."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpucluster.report.html import Report, Table, write_report
 from gpucluster.units import format_duration
+
+if TYPE_CHECKING:
+    from gpucluster.documents.check import CheckDocument
+    from gpucluster.documents.comm import CommDocument
+    from gpucluster.documents.cost import CostDocument
+    from gpucluster.documents.reliability import ReliabilityDocument
+    from gpucluster.documents.sweep import SweepDocument
 
 
 def _usd(x: float | None) -> str:
@@ -14,66 +24,66 @@ def _usd(x: float | None) -> str:
 
 # -- cost ---------------------------------------------------------------------------------
 
-def cost_report(plan: Any, out: dict[str, Any]) -> Report:
+def cost_report(plan: Any, out: CostDocument) -> Report:
     from gpucluster.model.cost import cumulative
     from gpucluster.report.figures_ops import build_vs_rent
 
     b = plan.build
-    years = out["years"]
-    be = {r["option"]: r["break_even_months"] for r in out["rent"]}
+    years = out.years
+    be = {r.option: r.break_even_months for r in out.rent}
     finite = [m for m in be.values() if m is not None]
     months = int(min(120, max(12 * years, 1.25 * max(finite, default=0))))
     rows = {r.name: cumulative(b.capex_usd, b.opex_usd_per_year, r.usd_per_year(b.gpus), months) for r in plan.rent}
     first = next(iter(rows.values()))
     fig = build_vs_rent([m for m, _, _ in first], [bv for _, bv, _ in first],
                         {name: [rv for _, _, rv in r] for name, r in rows.items()}, be)
-    facts = [("cluster", f"{out['cluster']} ({b.gpus:,} GPUs, {out['it_kw']:,.0f} kW IT)"),
+    facts = [("cluster", f"{out.cluster} ({b.gpus:,} GPUs, {out.it_kw:,.0f} kW IT)"),
              ("capital", _usd(b.capex_usd)), ("operating per year", _usd(b.opex_usd_per_year)),
-             (f"{years:g}-year TCO, build", _usd(out["tco_usd"])),
-             ("build, per GPU-hour used", f"${out['build_usd_per_gpu_hour_used']:.2f} at {out['utilization']:.0%} use")]
-    for r in out["rent"]:
-        facts.append((f"rent {r['option']}, {years:g} years",
-                      f"{_usd(r['tco_usd'])} (${r['usd_per_gpu_hour']:.2f}/GPU-h); break-even "
-                      + ("never" if r["break_even_months"] is None else f"month {r['break_even_months']:.0f}")))
+             (f"{years:g}-year TCO, build", _usd(out.tco_usd)),
+             ("build, per GPU-hour used", f"${out.build_usd_per_gpu_hour_used:.2f} at {out.utilization:.0%} use")]
+    for r in out.rent:
+        facts.append((f"rent {r.option}, {years:g} years",
+                      f"{_usd(r.tco_usd)} (${r.usd_per_gpu_hour:.2f}/GPU-h); break-even "
+                      + ("never" if r.break_even_months is None else f"month {r.break_even_months:.0f}")))
     items = [[i.category, i.name, i.quantity, i.unit_usd, i.total_usd, i.origin] for i in b.capex] + \
             [[f"{i.category} (per year)", i.name, i.quantity, i.unit_usd, i.total_usd, i.origin] for i in b.opex_per_year]
     table = Table("Bill of materials and running costs", ["category", "item", "quantity", "unit $", "total $",
                                                           "price from"], items)
     concl = []
-    od = next((r for r in out["rent"] if r["option"] == "on-demand"), out["rent"][0])
-    m = od["break_even_months"]
-    concl.append(f"Owning pays off against {od['option']} rental after {m:.0f} months" if m is not None
-                 else f"Renting {od['option']} stays cheaper than owning at {out['utilization']:.0%} utilization")
-    if "training_run" in out:
-        tr = out["training_run"]
-        concl.append(f"One {tr['model']} run: rent {_usd(tr['rent_usd'])}, on the built cluster {_usd(tr['build_usd'])}")
-    return Report(title=f"Build or rent: {out['cluster']}", subtitle=f"{years:g}-year view at "
-                  f"{out['utilization']:.0%} utilization", facts=facts, conclusions=concl, figures=[fig],
-                  tables=[table], notes=list(out["assumptions"]))
+    od = next((r for r in out.rent if r.option == "on-demand"), out.rent[0])
+    m = od.break_even_months
+    concl.append(f"Owning pays off against {od.option} rental after {m:.0f} months" if m is not None
+                 else f"Renting {od.option} stays cheaper than owning at {out.utilization:.0%} utilization")
+    if out.training_run is not None:
+        tr = out.training_run
+        concl.append(f"One {tr.model} run: rent {_usd(tr.rent_usd)}, on the built cluster {_usd(tr.build_usd)}")
+    return Report(title=f"Build or rent: {out.cluster}", subtitle=f"{years:g}-year view at "
+                  f"{out.utilization:.0%} utilization", facts=facts, conclusions=concl, figures=[fig],
+                  tables=[table], notes=list(out.assumptions))
 
 
-def write_cost_report(plan: Any, out: dict[str, Any], path: str) -> None:
+def write_cost_report(plan: Any, out: CostDocument, path: str) -> None:
     write_report(cost_report(plan, out), path)
 
 
 # -- reliability --------------------------------------------------------------------------
 
-def reliability_report(fm: Any, out: dict[str, Any], plan: Any) -> Report:
+def reliability_report(fm: Any, out: ReliabilityDocument, plan: Any) -> Report:
     from gpucluster.report.figures_ops import checkpoint_timeline, goodput_vs_interval, mtbf_by_size
 
-    figures = [mtbf_by_size([(r["gpus"], r["mtbf_h"]) for r in out["mtbf_by_gpus"]], fm.profile,
-                            [(c["nodes"] * 8, c["seed_mtbf_h"]) for c in out["seed_claims"]])]
+    figures = [mtbf_by_size([(r.gpus, r.mtbf_h) for r in out.mtbf_by_gpus], fm.profile,
+                            [(c.nodes * 8, c.seed_mtbf_h) for c in out.seed_claims])]
     facts = [("failure profile", f"{fm.profile}: {fm.description}")]
     tables = [Table("Time between job interruptions by job size", ["GPUs", "nodes", "MTBF"],
-                    [[r["gpus"], r["nodes"], format_duration(r["mtbf_h"] * 3600)] for r in out["mtbf_by_gpus"]])]
+                    [[r.gpus, r.nodes, format_duration(r.mtbf_h * 3600)] for r in out.mtbf_by_gpus])]
     concl, notes = [], []
-    if plan is not None:
-        j = out["job"]
+    if plan is not None and out.job is not None:
+        j = out.job
         best = plan.best
         mtbf = plan.mtbf_s
-        facts += [("job", f"{j['model']} on {j['gpus']:,} GPUs ({j['nodes']} nodes) of {j['cluster']}"),
-                  ("interruptions", f"{j['interruptions_per_day']:.2f} a day, one every {format_duration(mtbf)}"),
-                  ("checkpoint", f"{j['checkpoint_bytes'] / 1e12:.2f} TB"),
+        facts += [("job", f"{j.model} on {j.gpus:,} GPUs ({j.nodes} nodes) of {j.cluster}"),
+                  ("interruptions", f"{j.interruptions_per_day:.2f} a day, one every {format_duration(mtbf)}"),
+                  ("checkpoint", f"{j.checkpoint_bytes / 1e12:.2f} TB"),
                   ("best", f"{best.option.name} every {format_duration(best.optimal.interval_s)}"),
                   ("goodput", f"{best.optimal.goodput:.2%}")]
         tiers = [{"name": o.option.name, "write_s": o.option.delta_s,
@@ -87,19 +97,19 @@ def reliability_report(fm: Any, out: dict[str, Any], plan: Any) -> Report:
                                            goodput=shown.goodput, tier=best.option.name))
         tables.append(Table("Checkpoint tiers", ["tier", "write", "read", "Young", "Daly", "lost per failure",
                                                  "goodput"],
-                            [[r["tier"], format_duration(r["write_s"]), format_duration(r["read_s"]),
-                              format_duration(r["young_s"]), format_duration(r["daly_s"]),
-                              format_duration(r["lost_work_per_failure_s"]), f"{r['goodput']:.2%}"]
-                             for r in j["options"]]))
+                            [[r.tier, format_duration(r.write_s), format_duration(r.read_s),
+                              format_duration(r.young_s), format_duration(r.daly_s),
+                              format_duration(r.lost_work_per_failure_s), f"{r.goodput:.2%}"]
+                             for r in j.options]))
         concl.append(f"Checkpoint to {best.option.name} every {format_duration(best.optimal.interval_s)}: goodput "
-                     f"{best.optimal.goodput:.2%}; keep {j['spares']['spare_nodes']} spare node(s)")
-        notes = list(j["assumptions"])
-    title = f"Failures and checkpoints: {out['job']['cluster']}" if plan is not None else \
+                     f"{best.optimal.goodput:.2%}; keep {j.spares.spare_nodes} spare node(s)")
+        notes = list(j.assumptions)
+    title = f"Failures and checkpoints: {out.job.cluster}" if plan is not None and out.job is not None else \
         f"Failures by job size: profile {fm.profile}"
     return Report(title=title, facts=facts, conclusions=concl, figures=figures, tables=tables, notes=notes)
 
 
-def write_reliability_report(fm: Any, out: dict[str, Any], plan: Any, path: str) -> None:
+def write_reliability_report(fm: Any, out: ReliabilityDocument, plan: Any, path: str) -> None:
     write_report(reliability_report(fm, out, plan), path)
 
 
@@ -180,34 +190,34 @@ def _dur(x: float | None) -> str:
 
 # -- check and comm -----------------------------------------------------------------------
 
-def check_report(data: dict[str, Any]) -> Report:
-    counts = data["counts"]
-    rows = [[f["severity"], f["rule"], f["where"] or "", f["title"],
-             ", ".join(f"{k} {v}" for k, v in f["evidence"].items()), f["fix"]] for f in data["findings"]]
+def check_report(data: CheckDocument) -> Report:
+    counts = data.counts
+    rows = [[f.severity, f.rule, f.where or "", f.title,
+             ", ".join(f"{k} {v}" for k, v in f.evidence.items()), f.fix] for f in data.findings]
     verdict = "clean" if not rows else ", ".join(f"{n} {s}" for s, n in counts.items())
-    return Report(title=f"Cluster check: {data['cluster']}", subtitle=f"jobs: {', '.join(data['jobs']) or 'none'}; "
-                  f"model {data['model']}", facts=[(s, str(n)) for s, n in counts.items()] +
-                  [("exit code", f"{data['exit_code']} (--fail-on {data['fail_on']})")],
+    return Report(title=f"Cluster check: {data.cluster}", subtitle=f"jobs: {', '.join(data.jobs) or 'none'}; "
+                  f"model {data.model}", facts=[(s, str(n)) for s, n in counts.items()] +
+                  [("exit code", f"{data.exit_code} (--fail-on {data.fail_on})")],
                   conclusions=[f"Findings: {verdict}"],
                   tables=[Table("Findings", ["severity", "rule", "where", "finding", "evidence", "fix"], rows)])
 
 
-def write_check_report(data: dict[str, Any], path: str) -> None:
+def write_check_report(data: CheckDocument, path: str) -> None:
     write_report(check_report(data), path)
 
 
-def comm_report(data: dict[str, Any], measured: list[tuple[float, float]] | None = None) -> Report:
+def comm_report(data: CommDocument, measured: list[tuple[float, float]] | None = None) -> Report:
     from gpucluster.report.figures_ops import bandwidth_curves
 
-    rows = data["rows"]
-    fig = bandwidth_curves(data["op"], [(r["size_bytes"], r["busbw_gbps"]) for r in rows], measured,
-                           where=f"on {data['gpus']} GPUs")
+    rows = data.rows
+    fig = bandwidth_curves(data.op, [(r.size_bytes, r.busbw_gbps) for r in rows], measured,
+                           where=f"on {data.gpus} GPUs")
     table = Table("Expected nccl-tests table", ["size (B)", "time (us)", "algbw (GB/s)", "busbw (GB/s)", "algorithm",
                                                 "limited by"],
-                  [[r["size_bytes"], r["time_us"], r["algbw_gbps"], r["busbw_gbps"], r["algorithm"], r["bottleneck"]]
+                  [[r.size_bytes, r.time_us, r.algbw_gbps, r.busbw_gbps, r.algorithm, r.bottleneck]
                    for r in rows])
-    return Report(title=f"Expected {data['op']} on {data['gpus']} GPUs", subtitle=_placement(data["placement"]),
-                  facts=[("average bus bandwidth", f"{data['avg_busbw_gbps']:.1f} GB/s")], figures=[fig],
+    return Report(title=f"Expected {data.op} on {data.gpus} GPUs", subtitle=_placement(data.placement),
+                  facts=[("average bus bandwidth", f"{data.avg_busbw_gbps:.1f} GB/s")], figures=[fig],
                   tables=[table])
 
 
@@ -224,7 +234,7 @@ def _placement(p: Any) -> str:
     return text
 
 
-def write_comm_report(data: dict[str, Any], path: str, measured: list[tuple[float, float]] | None = None) -> None:
+def write_comm_report(data: CommDocument, path: str, measured: list[tuple[float, float]] | None = None) -> None:
     write_report(comm_report(data, measured), path)
 
 
@@ -234,7 +244,8 @@ def diagnose_report(cluster: str, threshold: float, findings: list) -> Report:
 
     figures = []
     for f in findings:
-        fig = bandwidth_curves(f.op, list(zip(f.sizes, f.expected_gbps)), list(zip(f.sizes, f.measured_gbps)),
+        fig = bandwidth_curves(f.op, list(zip(f.sizes, f.expected_gbps, strict=True)),
+                               list(zip(f.sizes, f.measured_gbps, strict=True)),
                                where=f"{f.where}, {f.ranks} ranks on {f.nodes} node(s) ({f.tier})")
         fig.key, fig.title = f"bandwidth-{f.tier}", f"Measured against expected: {f.tier} ({f.where})"
         figures.append(fig)
@@ -256,28 +267,29 @@ def write_diagnose_report(cluster: str, threshold: float, findings: list, path: 
     write_report(diagnose_report(cluster, threshold, findings), path)
 
 
-def sweep_report(result: dict[str, Any]) -> Report:
+def sweep_report(result: SweepDocument) -> Report:
     """A sweep's tasks: one bar chart per numeric field kept, and the table of every task."""
     from gpucluster.report.figures_ops import sweep_field
 
-    tasks = result["tasks"]
-    varying = [k for k in (tasks[0]["params"] if tasks else {})
-               if len({str(t["params"].get(k)) for t in tasks}) > 1]
-    def name(t: dict) -> str:
-        return ", ".join(f"{k}={_short(t['params'][k])}" for k in varying) or "the only task"
-    ok = [t for t in tasks if t["ok"]]
-    fields = [f for f in (ok[0]["result"] if ok else {})
-              if all(isinstance(t["result"].get(f), (int, float)) and not isinstance(t["result"].get(f), bool)
+    tasks = result.tasks
+    varying = [k for k in (tasks[0].params if tasks else {})
+               if len({str(t.params.get(k)) for t in tasks}) > 1]
+
+    def name(t: Any) -> str:
+        return ", ".join(f"{k}={_short(t.params[k])}" for k in varying) or "the only task"
+    ok = [t for t in tasks if t.ok and t.result is not None]
+    fields = [f for f in (ok[0].result or {} if ok else {})
+              if all(isinstance((t.result or {}).get(f), (int, float)) and not isinstance((t.result or {}).get(f), bool)
                      for t in ok)]
-    figures = [sweep_field(f, [name(t) for t in ok], [float(t["result"][f]) for t in ok]) for f in fields[:6]]
-    keys = list(tasks[0]["params"]) if tasks else []
-    rows = [[*(_short(t["params"].get(k)) for k in keys), "ok" if t["ok"] else "FAILED",
-             *(t["result"].get(f) if t["ok"] else "" for f in fields), "" if t["ok"] else t["error"]] for t in tasks]
+    figures = [sweep_field(f, [name(t) for t in ok], [float((t.result or {})[f]) for t in ok]) for f in fields[:6]]
+    keys = list(tasks[0].params) if tasks else []
+    rows = [[*(_short(t.params.get(k)) for k in keys), "ok" if t.ok else "FAILED",
+             *((t.result or {}).get(f) if t.ok else "" for f in fields), "" if t.ok else t.error] for t in tasks]
     table = Table("Tasks", [*keys, "status", *fields, "error"], rows)
-    concl = [f"{result['ok']} of {len(tasks)} tasks ran" + (f"; {result['failed']} failed (see the table)"
-                                                            if result["failed"] else "")]
-    return Report(title=f"Sweep: {result['name']}", subtitle=f"on {result['engine']}",
-                  facts=[("tasks", str(len(tasks))), ("ok", str(result["ok"])), ("failed", str(result["failed"]))],
+    concl = [f"{result.ok} of {len(tasks)} tasks ran" + (f"; {result.failed} failed (see the table)"
+                                                         if result.failed else "")]
+    return Report(title=f"Sweep: {result.name}", subtitle=f"on {result.engine}",
+                  facts=[("tasks", str(len(tasks))), ("ok", str(result.ok)), ("failed", str(result.failed))],
                   conclusions=concl, figures=figures, tables=[table])
 
 
@@ -286,5 +298,5 @@ def _short(v: Any) -> str:
     return text.rsplit("/", 1)[-1] if "/" in text and len(text) > 30 else text
 
 
-def write_sweep_report(result: dict[str, Any], path: str) -> None:
+def write_sweep_report(result: SweepDocument, path: str) -> None:
     write_report(sweep_report(result), path)
