@@ -273,3 +273,14 @@ def test_standard_input_is_read_when_named(tmp_path):
     proc = subprocess.run([str(exe), "topology", "--cluster", "/dev/stdin"], input=CLUSTER.read_bytes(),
                           capture_output=True, timeout=120)
     assert proc.returncode == 0 and b"h100-64-ib" in proc.stdout
+
+
+@pytest.mark.parametrize("which", ["nodes", "pods"])
+def test_empty_openb_csv_is_one_line(tmp_path, which):
+    """Fuzz case 58: an empty node list raised `I/O operation on closed file` (the header was
+    read again after the file was closed)."""
+    (tmp_path / "n.csv").write_text("" if which == "nodes" else "sn,cpu_milli,memory_mib,gpu,model\nn1,96000,786432,8,V100M32\n")
+    (tmp_path / "t.csv").write_text("" if which == "pods" else "name,cpu_milli,memory_mib,num_gpu,gpu_milli\n")
+    (tmp_path / "s.yaml").write_text("name: s\nnodes_csv: n.csv\nhorizon_days: 0.01\nworkloads:\n"
+                                     "  - {kind: trace, name: t, format: openb, path: t.csv}\n")
+    one_line_error("simulate", tmp_path / "s.yaml", needle="the file is empty")

@@ -43,11 +43,16 @@ def _rows(reader: csv.DictReader, path: str):
 def _open(path: str, columns: tuple[str, ...]) -> tuple[csv.DictReader, object]:
     f = open(path, newline="", encoding="utf-8", errors="replace")  # noqa: SIM115  (closed by the caller)
     reader = csv.DictReader(f)
-    missing = [c for c in columns if c not in (reader.fieldnames or [])]
+    try:
+        header = list(reader.fieldnames or [])   # read once: on an empty file each access reads again
+    except (csv.Error, OSError) as exc:
+        f.close()
+        raise UserError(f"not a readable CSV: {exc}", file=path, line=1) from None
+    missing = [c for c in columns if c not in header]
     if missing:
         f.close()
         raise UserError(f"not an openb CSV: no column {', '.join(missing)} (header: "
-                        f"{', '.join(reader.fieldnames or [])})", file=path, line=1)
+                        f"{', '.join(header)[:200] or 'none, the file is empty'})", file=path, line=1)
     return reader, f
 
 
