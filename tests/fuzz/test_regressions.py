@@ -284,3 +284,47 @@ def test_empty_openb_csv_is_one_line(tmp_path, which):
     (tmp_path / "s.yaml").write_text("name: s\nnodes_csv: n.csv\nhorizon_days: 0.01\nworkloads:\n"
                                      "  - {kind: trace, name: t, format: openb, path: t.csv}\n")
     one_line_error("simulate", tmp_path / "s.yaml", needle="the file is empty")
+
+
+@pytest.mark.parametrize("target", ["/dev/null", "/dev/stdout", "/proc/self/mem", "fifo", "folder", "link-to-fifo"])
+@pytest.mark.parametrize("argv", [["generate", "slurm", str(PLAN), "-o"], ["metrics", "{collective}", "-o"]])
+def test_outputs_never_replace_devices_pipes_or_folders(tmp_path, monkeypatch, target, argv):
+    """`-o /dev/null` as root renamed a regular file over the device (and `-o /dev/stdout` over the
+    link): found while fuzzing. os.replace is guarded here, so that a regression fails this test
+    instead of replacing the machine's /dev/null."""
+    import os
+
+    real_replace = os.replace
+
+    def guarded(src, dst, *a, **k):
+        assert str(tmp_path) in os.path.realpath(dst) and os.path.realpath(dst).startswith(str(tmp_path)), dst
+        return real_replace(src, dst, *a, **k)
+
+    monkeypatch.setattr(os, "replace", guarded)
+    os.mkfifo(tmp_path / "fifo")
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "link-to-fifo").symlink_to(tmp_path / "fifo")
+    collective = tmp_path / "r.json"
+    collective.write_text(json.dumps(COLLECTIVE))
+    path = target if target.startswith("/") else str(tmp_path / target)
+    argv = [a.replace("{collective}", str(collective)) for a in argv]
+    code, out, err = run(*argv, path)
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert os.path.exists("/dev/null") and not os.path.isfile("/dev/null")
+
+
+def test_output_through_a_link_replaces_the_file_it_names(tmp_path):
+    real, link = tmp_path / "real.sh", tmp_path / "link.sh"
+    real.write_text("old\n")
+    link.symlink_to(real)
+    code, _, err = run("generate", "slurm", PLAN, "-o", link)
+    assert code == 0 and link.is_symlink() and real.read_text().startswith("#!/bin/bash")
+
+
+def test_metrics_of_a_collective_without_optional_fields_and_a_hostile_backend(tmp_path):
+    p = tmp_path / "r.json"
+    p.write_text(json.dumps(COLLECTIVE))                  # rows without `wrong` (0 by the schema): KeyError before
+    code, out, _ = run("metrics", p)
+    assert code == 0 and "gpucluster_collective_wrong_values{" in out
+    p.write_text(json.dumps({**COLLECTIVE, "backend": "nccl\x1b]0;T\x07"}))
+    one_line_error("metrics", p, needle="backend: must be text without control characters")

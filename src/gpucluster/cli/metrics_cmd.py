@@ -27,6 +27,7 @@ def metrics(result: Annotated[str, typer.Argument(help="JSON of bench collective
     if schema == "gpucluster-bench-collective/v1":
         from gpucluster.bench.result import read_collective
         read_collective(doc, result)            # every field checked: a bad one is named, never a traceback
+        _label(doc.get("backend", ""), "backend", result)
         fams = collective_families(doc)
     elif schema == "gpucluster-simulation/v1":
         _check_simulation(doc, result)          # every value exported: a finite number in range
@@ -76,7 +77,6 @@ def _check_simulation(doc: dict, source: str) -> None:
     counts, waits and costs finite and >= 0 (or null where the summary may have none), names
     text without control characters. A hand-edited NaN or -5 is named, never exported."""
     import math
-    import re
 
     from gpucluster.errors import UserError
 
@@ -96,9 +96,7 @@ def _check_simulation(doc: dict, source: str) -> None:
         return v
 
     def name(v: object, field: str) -> None:
-        if not isinstance(v, str) or re.search(r"[\x00-\x1f\x7f-\x9f]", v) or len(v) > 1024:
-            raise UserError("must be text without control characters, at most 1,024 characters", file=source,
-                            field=field)
+        _label(v, field, source)
 
     for key in ("scenario", "policy"):
         if key in doc:
@@ -126,3 +124,15 @@ def _check_simulation(doc: dict, source: str) -> None:
     for k in ("on_prem_usd", "cloud_usd"):
         if k in cost:
             number(cost[k], f"cost.{k}", null=True)
+
+
+def _label(v: object, field: str, source: str) -> None:
+    """A label value: text without control characters (an ESC would reach the terminal that
+    prints the metrics), at most 1,024 characters."""
+    import re
+
+    from gpucluster.errors import UserError
+
+    if not isinstance(v, str) or re.search(r"[\x00-\x1f\x7f-\x9f]", v) or len(v) > 1024:
+        raise UserError("must be text without control characters, at most 1,024 characters", file=source,
+                        field=field)

@@ -92,7 +92,7 @@ def collective_families(result: dict) -> list[Family]:
             busbw.add(fig["busbw_gbps"] * 1e9, **lab)
             algbw.add(fig["algbw_gbps"] * 1e9, **lab)
             time_s.add(fig["time_us"] * 1e-6, **lab)
-            wrong.add(fig["wrong"], **lab)
+            wrong.add(fig.get("wrong", 0), **lab)       # optional in the schema: 0 when not recorded
     return [busbw, algbw, time_s, wrong]
 
 
