@@ -6,7 +6,12 @@ Why so strict: the generators write the plan's values into shell scripts (commen
 lines, torchrun words), YAML and JSON. A GPU name holding a newline became a shell command in
 the generated sbatch script (issue 13). So every name is limited to a character set that needs
 no quoting anywhere, every number is a real bounded integer (no bools, floats, strings or
-huge values), and no string anywhere in the document holds a control character."""
+huge values), and no string anywhere in the document holds a control character.
+
+The document itself is modelled once, in gpucluster/documents/plan_train.py (what `plan train
+--json` prints, and its JSON Schema); the models here are the generators' stricter view of the
+fields they write, under the same names (tests/documents/test_plan_train_reader.py holds them
+to it), and they accept plans written before some fields existed."""
 
 from __future__ import annotations
 
@@ -17,9 +22,9 @@ from typing import Annotated, Any, Literal
 from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr,
                       ValidationError, model_validator)
 
+from gpucluster.documents.plan_train import SCHEMA  # one name for the version
 from gpucluster.errors import UserError
 
-SCHEMA = "gpucluster-plan-train/v1"
 MAX_DIM = 1_000_000           # nodes, tp, pp, dp, cp, ep, interleave: far above any real cluster
 MAX_BIG = 2**31 - 1           # sequence counts and lengths: Megatron/DeepSpeed read them as C ints
 MAX_GPUS_PER_NODE = 1024
