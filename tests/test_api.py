@@ -40,3 +40,59 @@ def test_import_is_light():
     out = subprocess.run([sys.executable, "-c", "import gpucluster, sys; print('numpy' in sys.modules)"],
                          capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _cli_json(*args: str) -> dict:
+    exe = str(Path(sys.executable).parent / "gpucluster")
+    proc = subprocess.run([exe, *args, "--json"], capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode in (0, 1), proc.stderr
+    return json.loads(proc.stdout)
+
+
+def test_plan_serve_returns_the_document_the_cli_prints():
+    plan = gpucluster.plan_serve("llama3-8b", rate="20", gpu="H100:8", slo_ttft=0.5, input_tokens=256)
+    assert isinstance(plan, gpucluster.ServePlan)
+    assert plan.best.replicas >= 1 and plan.request["slo_ttft_s"] == 0.5
+    doc = plan.document()
+    assert doc.best.operating_point.ttft_p99_s <= 0.5
+    cli = _cli_json("plan", "serve", "--model", "llama3-8b", "--rate", "20", "--gpu", "H100:8", "--slo-ttft", "500ms",
+                    "--input", "256")
+    assert json.loads(json.dumps(doc.dump())) == cli
+    with pytest.raises(gpucluster.UserError, match="--slo-tpot"):
+        gpucluster.plan_serve("llama3-70b", rate=1000, gpu="H100:8", slo_tpot="1us")
+    with pytest.raises(gpucluster.UserError, match="--rate"):
+        gpucluster.plan_serve("llama3-8b", rate=-1, gpu="H100:8")
+
+
+def test_check_returns_the_findings():
+    report = gpucluster.check(str(ROOT / "examples/h200-256-100gbe.yaml"),
+                              jobs=[str(ROOT / "examples/jobs/seed-train-70b.sbatch")])
+    assert isinstance(report, gpucluster.CheckReport)
+    assert report.exit_code == 1 and report.counts["error"] >= 1
+    assert "ethernet-training" in {f.rule for f in report.findings}
+    assert report.document().findings[0].rule == report.findings[0].rule
+    only = gpucluster.check(str(ROOT / "examples/h200-256-100gbe.yaml"), rules=["ethernet-training"])
+    assert {f.rule for f in only.findings} == {"ethernet-training"}
+    with pytest.raises(gpucluster.UserError, match="--fail-on"):
+        gpucluster.check(str(ROOT / "examples/h200-256-100gbe.yaml"), fail_on="never")
+
+
+def test_simulate_from_a_path_or_a_loaded_scenario():
+    from gpucluster.specs.scenario import load_scenario
+
+    path = str(ROOT / "examples/scenarios/shared-vs-partitioned.yaml")
+    run = gpucluster.simulate(path, policy="backfill", seed=3)
+    assert isinstance(run, gpucluster.SimulationRun)
+    assert run.summary["policy"] == "backfill" and run.summary["seed"] == 3 and run.jobs
+    again = gpucluster.simulate(load_scenario(path), policy="backfill", seed=3)
+    assert again.document().utilization.allocation == run.document().utilization.allocation
+    with pytest.raises(gpucluster.UserError, match="policy"):
+        gpucluster.simulate(path, policy="no-such-policy")
+
+
+def test_document_models_are_public():
+    model = gpucluster.document_model("plan-train")
+    assert model.model_json_schema(by_alias=True)["properties"]["schema"]["const"] == "gpucluster-plan-train/v1"

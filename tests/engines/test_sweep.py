@@ -50,3 +50,28 @@ def test_bad_sweep(tmp_path):
     p = tmp_path / "bad.yaml"
     p.write_text("name: x\ncommand: []\n")
     assert_one_line_error(run("sweep", str(p)), "command")
+
+
+def test_points_run_in_process_not_as_a_subprocess(sweep_file, monkeypatch):
+    """The sweep calls the API: no `gpucluster` command is started, locally (here, one worker)."""
+    import subprocess
+
+    from gpucluster.engines import sweep as sweep_mod
+
+    def refuse(*a, **k):
+        raise AssertionError("a sweep point started a subprocess")
+    monkeypatch.setattr(subprocess, "run", refuse)
+    monkeypatch.setattr(subprocess, "Popen", refuse)
+    out = sweep_mod.sweep(str(sweep_file), workers=1)
+    assert (out["ok"], out["failed"]) == (2, 2)
+    assert all("no-such-model" in t["error"] for t in out["tasks"] if not t["ok"])
+
+
+def test_only_allowed_commands_and_options(tmp_path):
+    p = tmp_path / "cost.yaml"
+    p.write_text("name: x\ncommand: [cost]\n")
+    assert_one_line_error(run("sweep", str(p)), "command", "plan train")
+    q = tmp_path / "opt.yaml"
+    q.write_text('name: x\ncommand: [plan, train]\nbase: {model: llama2-7b, gpu: "H100:8", bogus: 1}\n')
+    data = json.loads(run("sweep", str(q), "--json").stdout)
+    assert data["tasks"][0]["error"] == "error: --bogus: no such option for plan train"
