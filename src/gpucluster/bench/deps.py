@@ -8,7 +8,7 @@ from gpucluster.errors import UserError
 def require_torch():
     try:
         import torch
-        import torch.distributed  # noqa: F401
+        import torch.distributed
     except ImportError:
         raise UserError("this benchmark needs PyTorch: pip install 'gpucluster[torch]'") from None
     return torch

@@ -63,7 +63,7 @@ class TierFinding:
         """What the measurement is held against: the spec, or the baseline where that is lower."""
         if not self.baseline_gbps:
             return self.expected_gbps
-        return [min(e, b) for e, b in zip(self.expected_gbps, self.baseline_gbps)]
+        return [min(e, b) for e, b in zip(self.expected_gbps, self.baseline_gbps, strict=True)]
 
     @property
     def judged_ratio(self) -> float:
@@ -116,7 +116,7 @@ def _g(x: float) -> str:
 
 
 def _median_ratio(num: list[float], den: list[float]) -> float:
-    pairs = [n / d for n, d in zip(num, den) if d > 0]
+    pairs = [n / d for n, d in zip(num, den, strict=True) if d > 0]
     return statistics.median(pairs) if pairs else 0.0
 
 
@@ -144,6 +144,8 @@ def _baseline_at(res: CollectiveResult, sizes: list[int]) -> list[float] | None:
 
 def diagnose_result(spec, result: dict, source: str, pool_name: str | None = None,
                     threshold: float = THRESHOLD) -> TierFinding:
+    import numpy as np  # predict's own dependency: loaded with it, so no cost at start-up
+
     from gpucluster.model.collectives import predict
 
     res = read_collective(result, source)
@@ -161,7 +163,7 @@ def diagnose_result(spec, result: dict, source: str, pool_name: str | None = Non
     big = [r for r in rows if r.size_bytes >= MIN_BW_SIZE][-3:] or rows[-1:]
     sizes = [r.size_bytes for r in big]
     pred = predict(res.op, [float(s) for s in sizes], group)
-    expected = [float(x) for x in pred.busbw_gbps]
+    expected = [float(x) for x in np.atleast_1d(pred.busbw_gbps)]
     measured = [float(r.busbw_gbps) for r in big]
     ratio = _median_ratio(measured, expected)
     if nodes > 1:
@@ -181,7 +183,7 @@ def diagnose_result(spec, result: dict, source: str, pool_name: str | None = Non
         notes.append("gloo runs on the CPU: inside a node it measures host memory copies, not the GPUs' links; "
                      "not judged against the scale-up tier")
     elif gloo and tier == "scale-out":
-        if baseline:
+        if baseline and res.baseline:
             notes.append(f"compared: {finding.compared_text()}; baseline: {res.baseline.what}")
         else:
             why = f" ({res.baseline.error})" if res.baseline and res.baseline.error else ""

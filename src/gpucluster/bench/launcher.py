@@ -44,7 +44,7 @@ def launch_local(cfg: BenchConfig, nprocs: int, *, timeout_s: float = 600, node:
                    "LOCAL_RANK": str(r), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
                    "GPUCLUSTER_NODE": node, "GPUCLUSTER_LAUNCHER": "local",
                    "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
-            log = open(Path(tmp) / f"rank{r}.log", "w")
+            log = open(Path(tmp) / f"rank{r}.log", "w")  # noqa: SIM115 (the rank's stdout: closed when it exits)
             procs.append((subprocess.Popen([sys.executable, "-m", "gpucluster.bench.worker", str(conf), str(out)],
                                            env=env, stdout=log, stderr=subprocess.STDOUT), log))
         deadline = time.monotonic() + timeout_s

@@ -7,7 +7,7 @@ import os
 import socket
 import subprocess
 from dataclasses import dataclass
-from typing import Mapping
+from collections.abc import Mapping
 
 from gpucluster.errors import UserError
 

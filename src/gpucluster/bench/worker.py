@@ -18,6 +18,7 @@ import json
 import socket
 import sys
 from datetime import timedelta
+from typing import Any
 
 from gpucluster.bench.collective import BenchConfig, row_wrong, run_collective
 from gpucluster.bench.rankenv import RankEnv
@@ -81,7 +82,7 @@ def run_rank(cfg: BenchConfig, env: RankEnv, timeout_s: float = 300) -> dict | N
     base_timeout = min(timeout_s / 3, 120.0)       # the others wait at a barrier meanwhile
     before = None
     try:
-        where = [None] * env.world_size
+        where: list[Any] = [None] * env.world_size
         dist.all_gather_object(where, {"rank": env.rank, "node": env.node, "host": socket.gethostname()})
         baseline = cfg.backend == "gloo" and cfg.measure_baseline and len({w["node"] for w in where}) > 1
         if baseline:

@@ -20,7 +20,7 @@ import signal as _signal
 import subprocess
 import time
 from dataclasses import dataclass, field
-from typing import Callable
+from collections.abc import Callable, Sequence
 
 from gpucluster.errors import UserError
 
@@ -161,7 +161,7 @@ class SlurmClient:
         return p
 
     # -- submit -----------------------------------------------------------------------
-    def submit(self, script: str, args: list[str] = ()) -> int:
+    def submit(self, script: str, args: Sequence[str] = ()) -> int:
         out = self._run(["sbatch", "--parsable", *args, script]).stdout.strip()
         m = re.match(r"^(\d+)", out)
         if not m:
@@ -199,7 +199,7 @@ class SlurmClient:
             parts = line.split("|")
             if len(parts) != len(STATUS_FIELDS) or parts[0] != str(job_id):
                 continue
-            row = dict(zip(STATUS_FIELDS, parts))
+            row = dict(zip(STATUS_FIELDS, parts, strict=True))
             code, sig = parse_exit_pair(row["ExitCode"])
             return JobStatus(job_id, _state(row["State"]), row["JobName"], code, sig, row["NodeList"],
                              _reason(row["Reason"]), None, "sacct")
