@@ -40,6 +40,9 @@ def scenarios(draw):
                           "autoscale_s": 600})
     kw = {"seed": draw(st.integers(0, 10_000)), "policy": draw(st.sampled_from(POLICIES)),
           "queues": {"q1": {"gpus": 8}, "q2": {"gpus": 8}, "default": {"gpus": 8}}}
+    if kw["policy"] == "partition":  # one node each: partitions over-committing the cluster are an error
+        assume(sum(p["count"] for p in pools) >= 3)
+        kw["queues"] = {q: {"gpus": 1} for q in kw["queues"]}
     if draw(st.booleans()):  # the openb sample: GPU-sharing pods with CPU and memory on 5 nodes of 3 types
         kw["nodes_csv"] = "openb_nodes.csv"
         workloads = [w for w in workloads if w["kind"] != "training" or draw(st.booleans())]

@@ -106,6 +106,8 @@ def render_summary(s: dict[str, Any]) -> None:
         skipped = ", ".join(f"{n:,} {why}" for why, n in (tr.get("skipped") or {}).items())
         c.print(f"Trace {safe(tr['path'])}: {tr['rows']:,} rows, {tr['jobs']:,} jobs{bad}"
                 + (f" ({safe(first)})" if first else "") + (f"; not replayed: {safe(skipped)}" if skipped else ""))
+    for w in s.get("warnings") or []:
+        c.print(f"[yellow]Warning ({safe(w['code'])}, {safe(w['field'])}): {safe(w['message'])}[/yellow]")
     for note in s.get("notes") or []:
         c.print(f"Note: {safe(note)}")
     rate = s.get("events_per_s")

@@ -97,6 +97,8 @@ def build(loaded: LoadedScenario, policy: str | None = None, seed: int | None = 
     prepare = getattr(pol, "prepare", None)
     if prepare is not None:
         prepare(sim)
+    from gpucluster.sim.scenario_checks import check_scenario
+    sim.warnings = check_scenario(sim, loaded)   # errors raise; jobs that can never run become warnings
     return sim
 
 

@@ -133,6 +133,7 @@ def summarize(sim: Any, loaded: LoadedScenario, wall_s: float) -> dict[str, Any]
     out["timeseries"] = sim.recorder.series(end, min(loaded.spec.samples, 500)) if sim.recorder else {}
     out["traces"] = sim.trace_reports
     out["notes"] = sim.notes
+    out["warnings"] = getattr(sim, "warnings", [])
     return out
 
 
