@@ -328,3 +328,10 @@ def test_metrics_of_a_collective_without_optional_fields_and_a_hostile_backend(t
     assert code == 0 and "gpucluster_collective_wrong_values{" in out
     p.write_text(json.dumps({**COLLECTIVE, "backend": "nccl\x1b]0;T\x07"}))
     one_line_error("metrics", p, needle="backend: must be text without control characters")
+
+
+def test_comm_on_one_gpu(tmp_path):
+    """Fuzz case 50019 (the gavel-36-36-36 example, one GPU per node): predict() gave the algorithm
+    of a 1-GPU group as one string, not one per size, and `comm` indexed into it (IndexError)."""
+    code, out, _ = run("comm", "--gpu", "H100:1", "--gpus", "1", "-e", "1M")
+    assert code == 0 and "algorithm none" in out

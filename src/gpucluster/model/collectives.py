@@ -264,8 +264,9 @@ def predict(op: str, size, group: CommGroup, algorithm: str = "auto") -> Predict
     chosen = allowed if algorithm == "auto" else [algorithm]
     if group.gpus == 1 and op != "send_recv":
         zeros = np.zeros_like(sizes)
+        none = np.full(sizes.shape, "none")       # per size, like every other field (an array in, an array out)
         return Prediction(op, _out(size, sizes), _out(size, zeros), _out(size, zeros), _out(size, zeros),
-                          "none", "none")
+                          _out(size, none), _out(size, none))
 
     results = []
     for name in chosen:
