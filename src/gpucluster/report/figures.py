@@ -145,7 +145,7 @@ def scaling_curve(points: Sequence[dict[str, Any]], current_gpus: int) -> Figure
         ideal = [days[0] * xs[0] / x for x in xs]
         fig.add_trace(g.Scatter(x=xs, y=ideal, mode="lines", name="perfect scaling", line={"color": "#aaa", "dash": "dash"},
                                 hoverinfo="skip"), secondary_y=False)
-    here = [(x, d) for x, d in zip(xs, days) if x == current_gpus]
+    here = [(x, d) for x, d in zip(xs, days, strict=True) if x == current_gpus]
     if here:
         fig.add_trace(g.Scatter(x=[here[0][0]], y=[here[0][1]], mode="markers", name="this plan",
                                 marker={"size": 14, "color": PALETTE[2], "symbol": "diamond"},

@@ -56,34 +56,39 @@ def checkpoint_timeline(*, mtbf_s: float, interval_s: float, write_s: float, res
     xs, ys = [0.0], [0.0]
     fails: list[float] = []
     next_fail = mtbf_s * 0.93              # off the checkpoint grid, so a failure loses some work
+
+    def point(x: float, y: float) -> None:
+        xs.append(x)
+        ys.append(y)
+
     while t < span and len(xs) < 20000:
         next_ckpt = t + interval_s         # progress is linear between events: one point per event
         if next_fail <= next_ckpt:
             work += next_fail - t
             t = next_fail
             fails.append(t)
-            xs.append(t), ys.append(work)
+            point(t, work)
             work = saved
-            xs.append(t), ys.append(work)
+            point(t, work)
             t += restart_s
-            xs.append(t), ys.append(work)
+            point(t, work)
             next_fail += mtbf_s
             continue
         work += interval_s
         t = next_ckpt
-        xs.append(t), ys.append(work)
+        point(t, work)
         t += write_s                       # the GPUs write the checkpoint, no progress
         saved = work
-        xs.append(t), ys.append(work)
+        point(t, work)
     fig = g.Figure()
-    lost = [(x - y) / 3600 for x, y in zip(xs, ys)]
+    lost = [(x - y) / 3600 for x, y in zip(xs, ys, strict=True)]
     fig.add_scatter(x=[x / 3600 for x in xs], y=lost, mode="lines", name="wall clock not spent on useful work",
                     line={"color": PALETTE[0]}, hovertemplate="at %{x:.1f} h: %{y:.2f} h lost so far<extra></extra>")
     fig.add_scatter(x=[0, span / 3600], y=[0, (1 - goodput) * span / 3600], mode="lines",
                     name=f"on average (goodput {goodput:.2%})", line={"color": PALETTE[2], "dash": "dot"},
                     hoverinfo="skip")
     if fails:
-        at = {x: v for x, v in zip(xs, lost)}
+        at = dict(zip(xs, lost, strict=True))
         fig.add_scatter(x=[f / 3600 for f in fails], y=[at.get(f, 0.0) for f in fails], mode="markers", name="failure",
                         marker={"symbol": "x", "size": 11, "color": PALETTE[3]},
                         hovertemplate="failure at %{x:.1f} h<extra></extra>")

@@ -165,7 +165,7 @@ def simulate_report(summaries: dict[str, dict[str, Any]], jcts: dict[str, list[f
              f"{_pct(first['goodput'])} of it useful"]
     med = {p: sorted(v)[len(v) // 2] for p, v in jcts.items() if v}
     if len(med) > 1:
-        fast = min(med, key=med.get)
+        fast = min(med, key=lambda p: med[p])
         concl.append(f"{fast} completes the median job soonest ({format_duration(med[fast])}); "
                      + ", ".join(f"{p} {format_duration(m)}" for p, m in med.items() if p != fast))
     if any(s["partial"] for s in summaries.values()):

@@ -69,4 +69,4 @@ def predict_collective(case: Case) -> dict[str, float]:
     except ValueError as exc:
         raise Unsupported(str(exc)) from None
     p = predict(coll.op, float(coll.bytes), group)
-    return {"busbw_gbps": p.busbw_gbps, "algbw_gbps": p.algbw_gbps, "time_us": p.time_s * 1e6}
+    return {"busbw_gbps": float(p.busbw_gbps), "algbw_gbps": float(p.algbw_gbps), "time_us": float(p.time_s) * 1e6}
