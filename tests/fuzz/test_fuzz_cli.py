@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import os
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fuzz_cases import DataSource, classify, make_case, run_in_process
+from fuzz_cases import KINDS, DataSource, RandomSource, classify, make_case, run_in_process
 
 EXAMPLES = int(os.environ.get("GPUCLUSTER_FUZZ_EXAMPLES", "30"))
 SLOW = os.environ.get("GPUCLUSTER_FUZZ_SLOW", "") not in ("", "0")
@@ -31,6 +32,21 @@ def test_cli_keeps_its_promises_on_mutated_inputs(tmp_path_factory, data):
     folder = tmp_path_factory.mktemp("case")
     case.write(folder)
     code, out, err = run_in_process(case.args(folder), timeout_s=TIMEOUT_S)
-    problems = classify(code, out, err)
+    problems = classify(code, out, err, refuse=case.refuse)
     assert not problems, (f"{problems}: gpucluster {' '.join(case.args(folder))!r} on {case.kind} "
                           f"({case.note}); exit {code}\n--- stderr\n{err[-3000:]}\n--- stdout\n{out[-1500:]}")
+
+
+# Every input kind, whatever hypothesis draws above: two seeded cases of each (the seeds of the
+# long run's generator, so `benchmarks/fuzz_long.py` can rerun the same kinds at scale).
+KIND_SEEDS = [(kind, seed) for kind in KINDS for seed in (1, 2)]
+
+
+@pytest.mark.parametrize("kind,seed", KIND_SEEDS, ids=[f"{k}-{s}" for k, s in KIND_SEEDS])
+def test_every_input_kind(tmp_path, kind, seed):
+    case = KINDS[kind](RandomSource(seed), False)
+    case.write(tmp_path)
+    code, out, err = run_in_process(case.args(tmp_path), timeout_s=TIMEOUT_S)
+    problems = classify(code, out, err, refuse=case.refuse)
+    assert not problems, (f"{problems}: gpucluster {' '.join(case.args(tmp_path))!r} on {kind} ({case.note}); "
+                          f"exit {code}\n--- stderr\n{err[-3000:]}\n--- stdout\n{out[-1500:]}")
