@@ -20,7 +20,9 @@ Provenance = Literal["datasheet", "measured", "fitted", "price-list", "market", 
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # Validators are built on first validation, not at import: a command that reads the catalog
+    # from its cache (catalog/cache.py) never builds them.
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
 class Source(Strict):
@@ -119,8 +121,8 @@ class Gpu(Entry):
     host_link: str = Field(description="PCIe generation to the host, e.g. PCIe5 x16")
     tdp_w: Sourced
     sm_count: Sourced | None = Field(None, description="streaming multiprocessors (AMD: compute units): GEMM wave quantization")
-    prices: Prices = Prices()
-    efficiency: Efficiency = Efficiency()
+    prices: Prices = Field(default_factory=Prices)
+    efficiency: Efficiency = Field(default_factory=Efficiency)
 
     @property
     def domain_size(self) -> int:

@@ -3,7 +3,8 @@
 Layout of `data/`: one YAML per GPU SKU in `gpus/`; `links.yaml`, `nics.yaml`,
 `switches.yaml` and `cpus.yaml` hold a file-wide `sources:` map and a list of
 `entries:` that cite it. Loaded once, on first use, so that commands that do
-not touch the catalog start fast.
+not touch the catalog start fast; the packaged catalog's families are kept validated between
+runs (catalog/cache.py), so that a command does not parse and validate them at every start.
 """
 
 from __future__ import annotations
@@ -14,16 +15,18 @@ from functools import cached_property
 from pathlib import Path
 from typing import TypeVar
 
+from gpucluster.catalog.cache import cached
 from gpucluster.catalog.models import Cpu, Entry, Gpu, Link, Nic, Switch
 from gpucluster.errors import UserError
 from gpucluster.registry import Registry
-from gpucluster.specs.loader import load_yaml, parse_data
 
 DATA_DIR = Path(__file__).parent / "data"
 E = TypeVar("E", bound=Entry)
 
 
 def _fill(reg: Registry[E], model: type[E], path: Path) -> Registry[E]:
+    from gpucluster.specs.loader import load_yaml, parse_data
+
     data, lines = load_yaml(path)
     if not isinstance(data, dict) or "entries" not in data:
         raise UserError("expected a mapping with `sources:` and `entries:`", file=str(path))
@@ -37,35 +40,46 @@ def _fill(reg: Registry[E], model: type[E], path: Path) -> Registry[E]:
     return reg
 
 
+def _gpus(files: list[Path]) -> Registry[Gpu]:
+    from gpucluster.specs.loader import load_yaml, parse_data
+
+    reg: Registry[Gpu] = Registry("GPU")
+    for path in files:
+        data, lines = load_yaml(path)
+        sources = data.get("sources") if isinstance(data, dict) else None
+        gpu = parse_data(Gpu, data, str(path), lines, context={"sources": sources or {}})
+        reg.add(gpu.name, gpu, gpu.aliases)
+    return reg
+
+
 class Catalog:
     def __init__(self, data_dir: Path = DATA_DIR) -> None:
         self.data_dir = data_dir
 
     @cached_property
     def gpus(self) -> Registry[Gpu]:
-        reg: Registry[Gpu] = Registry("GPU")
-        for path in sorted((self.data_dir / "gpus").glob("*.yaml")):
-            data, lines = load_yaml(path)
-            sources = data.get("sources") if isinstance(data, dict) else None
-            gpu = parse_data(Gpu, data, str(path), lines, context={"sources": sources or {}})
-            reg.add(gpu.name, gpu, gpu.aliases)
-        return reg
+        files = sorted((self.data_dir / "gpus").glob("*.yaml"))
+        return cached("gpus", files, lambda: _gpus(files))
 
     @cached_property
     def links(self) -> Registry[Link]:
-        return _fill(Registry("link technology"), Link, self.data_dir / "links.yaml")
+        return self._family("links", "link technology", Link)
 
     @cached_property
     def nics(self) -> Registry[Nic]:
-        return _fill(Registry("NIC"), Nic, self.data_dir / "nics.yaml")
+        return self._family("nics", "NIC", Nic)
 
     @cached_property
     def switches(self) -> Registry[Switch]:
-        return _fill(Registry("switch"), Switch, self.data_dir / "switches.yaml")
+        return self._family("switches", "switch", Switch)
 
     @cached_property
     def cpus(self) -> Registry[Cpu]:
-        return _fill(Registry("CPU"), Cpu, self.data_dir / "cpus.yaml")
+        return self._family("cpus", "CPU", Cpu)
+
+    def _family(self, file: str, kind: str, model: type[E]) -> Registry[E]:
+        path = self.data_dir / f"{file}.yaml"
+        return cached(file, [path], lambda: _fill(Registry(kind), model, path))
 
     def families(self) -> dict[str, Registry]:
         return {"gpu": self.gpus, "link": self.links, "nic": self.nics,

@@ -4,6 +4,7 @@ lost work per failure, goodput and spare nodes, with every assumption named."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from gpucluster.catalog.operations import failure_profiles, operations
 from gpucluster.errors import UserError
@@ -22,8 +23,10 @@ from gpucluster.model.reliability import (
     spare_nodes,
     young_interval,
 )
-from gpucluster.specs.cluster import ClusterSpec
 from gpucluster.specs.workload import TransformerSpec
+
+if TYPE_CHECKING:  # annotations only: the cluster spec models stay off `plan train --gpu`'s start-up
+    from gpucluster.specs.cluster import ClusterSpec
 
 # The seed article's failure claims (seed 1, "The Distributed System Architecture Nobody Talks About"):
 # nodes -> claimed time between failures, hours; and "saving checkpoints every 30 minutes" (seed 2).

@@ -4,6 +4,7 @@ with the same defaults as `gpucluster plan train` (Chinchilla tokens, ~4M-token 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from gpucluster.model.cost import run_cost_usd
 from gpucluster.model.transformer_params import params
@@ -11,8 +12,10 @@ from gpucluster.plan.fabric_from import PlanTarget
 from gpucluster.plan.reliability_plan import ReliabilityPlan, reliability_plan
 from gpucluster.plan.train_plan import TrainingPlan, plan_training
 from gpucluster.plan.train_search import training_precision
-from gpucluster.specs.cluster import ClusterSpec
 from gpucluster.specs.workload import TransformerSpec
+
+if TYPE_CHECKING:  # annotations only: the cluster spec models stay off `plan train --gpu`'s start-up
+    from gpucluster.specs.cluster import ClusterSpec
 
 # The same defaults as `gpucluster plan train` (plan/train_request.py): Llama 2/3 trained with about
 # 4M tokens per optimizer step; Chinchilla (Hoffmann et al. 2022): ~20 tokens per parameter.

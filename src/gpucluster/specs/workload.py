@@ -52,7 +52,7 @@ def _given(info: ValidationInfo, *names: str) -> bool:
 
 class TransformerSpec(BaseModel):
     """A decoder-only transformer (dense or mixture-of-experts; MHA/GQA/MQA or MLA attention)."""
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)  # built on first validation
 
     name: str | None = Field(None, description="free text, e.g. the preset name")
     layers: PositiveInt = Field(le=100_000, description="transformer layers (blocks)")
@@ -236,7 +236,14 @@ class ModelPreset(Entry):
 
 @lru_cache(maxsize=1)
 def model_presets() -> Registry[ModelPreset]:
-    """The presets of catalog/data/models.yaml, by name and alias (loaded once)."""
+    """The presets of catalog/data/models.yaml, by name and alias (loaded once, and kept
+    validated between runs: catalog/cache.py)."""
+    from gpucluster.catalog.cache import cached
+
+    return cached("models", [MODELS_FILE], _read_presets)
+
+
+def _read_presets() -> Registry[ModelPreset]:
     data, lines = load_yaml(MODELS_FILE)
     if not isinstance(data, dict) or "entries" not in data:
         raise UserError("expected a mapping with `sources:` and `entries:`", file=str(MODELS_FILE))

@@ -75,9 +75,10 @@ def _fit(points, sms: int | None = None) -> tuple[float, float]:
     """Least squares on relative error of t = a*F*wave + t0 over measured (F, t)."""
     f = [2.0 * p.m * p.n * p.k * wave_factor(p.m, p.n, 1, sms) for p in points]
     t = [2.0 * p.m * p.n * p.k / (p.tflops * 1e12) for p in points]
-    a, t0 = _lstsq2([fi / ti for fi, ti in zip(f, t)], [1.0 / ti for ti in t])
+    rate = [fi / ti for fi, ti in zip(f, t, strict=True)]
+    a, t0 = _lstsq2(rate, [1.0 / ti for ti in t])
     if t0 < 0:  # a kernel cannot cost negative time: refit through the origin
-        a, t0 = sum(fi / ti for fi, ti in zip(f, t)) / sum((fi / ti) ** 2 for fi, ti in zip(f, t)), 0.0
+        a, t0 = sum(rate) / sum(r ** 2 for r in rate), 0.0
     return float(a), float(t0)
 
 
@@ -86,8 +87,8 @@ def _lstsq2(u: list[float], v: list[float]) -> tuple[float, float]:
     answer numpy.linalg.lstsq gives, without loading numpy on the planner's start-up path."""
     r11 = math.sqrt(sum(x * x for x in u))
     q1 = [x / r11 for x in u]
-    r12 = sum(q * x for q, x in zip(q1, v))
-    w = [x - r12 * q for q, x in zip(q1, v)]
+    r12 = sum(q * x for q, x in zip(q1, v, strict=True))
+    w = [x - r12 * q for q, x in zip(q1, v, strict=True)]
     r22 = math.sqrt(sum(x * x for x in w))
     if r22 <= 1e-12 * math.sqrt(sum(x * x for x in v)):  # rank one: numpy's minimum-norm answer
         import numpy as np
