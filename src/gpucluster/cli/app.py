@@ -51,7 +51,7 @@ COMMANDS: dict[str, tuple[str, str, bool, str]] = {
               "complete (exit 1 when any failed)."),
     "metrics": ("gpucluster.cli.metrics_cmd", "metrics", False,
                 "Convert a result to Prometheus/OpenMetrics text with base-unit metric names."),
-    "plan": ("gpucluster.cli.plan_cmd", "plan_app", True,
+    "plan": ("gpucluster.cli.plan_group", "plan_app", True,
              "Plan a workload on a cluster: training runs and serving deployments."),
     "simulate": ("gpucluster.cli.simulate_cmd", "simulate_app", True,
                  "Simulate a shared GPU cluster over days or months: queues, utilisation, failures, policies."),

@@ -6,13 +6,10 @@ from typing import Annotated, Optional
 
 import typer
 
-plan_app = typer.Typer(help="Plan a workload on a cluster: training runs and serving deployments.", no_args_is_help=True)
-
 # --layout's keys and parser live with the request they build (gpucluster.plan_train takes the text too).
-from gpucluster.plan.train_request import ALIASES, FLOAT_RANGE, LAYOUT_KEYS, parse_layout  # noqa: E402,F401
+from gpucluster.plan.train_request import ALIASES, FLOAT_RANGE, LAYOUT_KEYS, parse_layout  # noqa: F401
 
 
-@plan_app.command("train")
 def train(
     model: Annotated[str, typer.Option(help="A preset (see `gpucluster models`) or a model YAML file")],
     cluster: Annotated[Optional[str], typer.Option(help="Cluster spec YAML")] = None,
@@ -57,5 +54,3 @@ def train(
         from gpucluster.report.plan_report import write_train_report
         write_train_report(result, meta, html, fixed=result.fixed, tp_across_domains=tp_across_domains)
 
-
-from gpucluster.cli import plan_serve_cmd  # noqa: E402,F401  (registers `plan serve`)

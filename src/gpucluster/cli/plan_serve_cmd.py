@@ -6,13 +6,10 @@ from typing import Annotated, Optional
 
 import typer
 
-from gpucluster.cli.plan_cmd import plan_app
-
 # Parsers shared with `advise` (and kept importable from here).
 from gpucluster.plan.serve_request import nothing_fits, parse_duration, parse_rate  # noqa: F401
 
 
-@plan_app.command("serve")
 def serve(
     model: Annotated[str, typer.Option(help="A preset (see `gpucluster models`) or a model YAML file")],
     rate: Annotated[str, typer.Option(help="Requests per second to serve, e.g. 1000 or 50k")],

@@ -185,7 +185,7 @@ def run_point(command: list[str] | tuple[str, ...], args: list[str], params: dic
               timeout_s: float) -> dict[str, Any]:
     """One task: run, keep the asked fields. Never raises: failures are data (the one line the
     command would print, or the exception of a bug)."""
-    from gpucluster.cli.safe_text import one_line
+    from gpucluster.safe_text import one_line
     from gpucluster.errors import UserError
 
     timed = threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer")

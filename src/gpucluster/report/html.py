@@ -206,7 +206,7 @@ def write_report(report: Report, path: str, *, plotlyjs: str | None = None) -> P
     if not report.command:
         report.command = "gpucluster " + " ".join(_quote(a) for a in sys.argv[1:])
     out = write_atomic(path, render(report, plotlyjs))
-    from gpucluster.cli.render import err_console
+    from gpucluster.report.terminal import err_console
     err_console.print(f"HTML report written to {out} ({out.stat().st_size / 1e6:.1f} MB, opens without a network)",
                       markup=False, soft_wrap=True)
     return out

@@ -1,4 +1,5 @@
-"""Shared terminal rendering: one console, JSON output, NO_COLOR respected by rich."""
+"""Shared terminal rendering: one console, JSON output, NO_COLOR respected by rich (the
+commands import it through gpucluster.cli.render)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from typing import Any
 from rich.console import Console
 from rich.segment import Segment
 
-from gpucluster.cli.safe_text import one_line, plain, safe
+from gpucluster.safe_text import one_line, plain, safe
 
 __all__ = ["console", "err_console", "num", "one_line", "plain", "print_json", "safe", "set_quiet"]
 

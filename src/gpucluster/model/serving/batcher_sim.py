@@ -28,7 +28,7 @@ from typing import Any, Literal
 import numpy as np
 
 from gpucluster.model.serving.queueing import PREFILL_TOKEN_BUDGET, StepModel, Traffic
-from gpucluster.sim.kernel import Kernel
+from gpucluster.events import Kernel
 
 Mode = Literal["continuous", "window", "single"]
 ENGINE, ARRIVAL = 0, 1          # priorities: engine events before arrivals at the same instant
