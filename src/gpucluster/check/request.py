@@ -69,6 +69,6 @@ def check(cluster: str, *, jobs: list[str] | None = None, model: str | None = No
         ctx.spec.pool(pool)
     load_failure_model(profile)
     findings = run_checks(ctx, rules)
-    code = exit_code(findings, fail_on)  # type: ignore[arg-type]
-    counts = {s: sum(f.severity == s for f in findings) for s in SEVERITIES}
+    code = exit_code(findings, fail_on)
+    counts: dict[str, int] = {s: sum(f.severity == s for f in findings) for s in SEVERITIES}
     return CheckReport(ctx, findings, counts, fail_on, code)

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Final, Literal
 
 from pydantic import Field
 
 from gpucluster.documents.base import Document, Num, Strict
 
-SCHEMA = "gpucluster-advise/v1"
+SCHEMA: Final = "gpucluster-advise/v1"
 
 
 class Rung(Strict):

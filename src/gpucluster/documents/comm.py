@@ -3,13 +3,13 @@ should print."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import Field
 
 from gpucluster.documents.base import Document, Num, Strict
 
-SCHEMA = "gpucluster-comm/v1"
+SCHEMA: Final = "gpucluster-comm/v1"
 
 
 class Row(Strict):

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import Field
 
 from gpucluster.documents.base import Document, Num, Open, Strict
 
-SCHEMA = "gpucluster-facility/v1"
+SCHEMA: Final = "gpucluster-facility/v1"
 
 
 class Rack(Open):

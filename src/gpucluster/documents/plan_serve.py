@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import Field
 
 from gpucluster.documents.base import Document, Num, Strict
 
-SCHEMA = "gpucluster-plan-serve/v1"
+SCHEMA: Final = "gpucluster-plan-serve/v1"
 
 
 class Request(Strict):

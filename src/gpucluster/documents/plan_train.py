@@ -6,13 +6,13 @@ tests/documents/test_plan_train_reader.py holds every field that view reads to t
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import Field
 
 from gpucluster.documents.base import Document, Num, Open, Strict
 
-SCHEMA = "gpucluster-plan-train/v1"
+SCHEMA: Final = "gpucluster-plan-train/v1"
 
 
 class Layout(Open):

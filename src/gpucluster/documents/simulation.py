@@ -8,14 +8,14 @@ JSON at once; document it here when it settles."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import Field
 
 from gpucluster.documents.base import Document, Num, Open
 
-SCHEMA = "gpucluster-simulation/v1"
-COMPARE_SCHEMA = "gpucluster-simulation-compare/v1"
+SCHEMA: Final = "gpucluster-simulation/v1"
+COMPARE_SCHEMA: Final = "gpucluster-simulation-compare/v1"
 
 
 class Cluster(Open):

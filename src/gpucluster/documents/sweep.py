@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import Field
 
 from gpucluster.documents.base import Document, Strict
 
-SCHEMA = "gpucluster-sweep/v1"
+SCHEMA: Final = "gpucluster-sweep/v1"
 
 
 class Task(Strict):

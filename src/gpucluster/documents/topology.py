@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Final, Literal
 
 from pydantic import Field
 
 from gpucluster.documents.base import Document, Num, Open, Strict
 
-SCHEMA = "gpucluster-topology/v1"
+SCHEMA: Final = "gpucluster-topology/v1"
 
 
 class Tier(Open):
@@ -43,8 +43,6 @@ class Fabric(Strict):
     assumptions: list[str]
     switches: int
     copper_cables: int
-    optical_cables: int
-    cables: int
     optical_cables: int
     cables: int
 

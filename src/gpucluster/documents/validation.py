@@ -3,13 +3,13 @@ measurements."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Final, Literal
 
 from pydantic import Field
 
 from gpucluster.documents.base import Document, Num, Strict
 
-SCHEMA = "gpucluster-validate/v1"
+SCHEMA: Final = "gpucluster-validate/v1"
 
 
 class Case(Strict):
