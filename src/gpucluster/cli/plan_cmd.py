@@ -6,9 +6,6 @@ from typing import Annotated, Optional
 
 import typer
 
-# --layout's keys and parser live with the request they build (gpucluster.plan_train takes the text too).
-from gpucluster.plan.train_request import ALIASES, FLOAT_RANGE, LAYOUT_KEYS, parse_layout  # noqa: F401
-
 
 def train(
     model: Annotated[str, typer.Option(help="A preset (see `gpucluster models`) or a model YAML file")],
@@ -38,7 +35,8 @@ def train(
 ) -> None:
     """Predict step time, memory, MFU, time and GPU-hours to train, and find the best parallel layout."""
     from gpucluster.cli.plan_render import render_json, render_plan
-    from gpucluster.plan.train_request import plan_train
+    # --layout's parser lives with the request it builds (gpucluster.plan_train takes the text too).
+    from gpucluster.plan.train_request import parse_layout, plan_train
 
     result = plan_train(model, cluster=cluster, pool=pool, gpu=gpu, nodes=nodes, nic=nic,
                         nics_per_node=nics_per_node, tokens=tokens, global_batch=global_batch, seq_len=seq_len,
