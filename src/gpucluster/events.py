@@ -60,15 +60,6 @@ class Kernel:
     def pending(self) -> int:
         return len(self._heap) - len(self._cancelled)
 
-    def peek_time(self) -> float | None:
-        self._drop_cancelled()
-        return self._heap[0][0] if self._heap else None
-
-    def _drop_cancelled(self) -> None:
-        heap, dead = self._heap, self._cancelled
-        while heap and heap[0][2] in dead:
-            dead.discard(heapq.heappop(heap)[2])
-
     # -- running --------------------------------------------------------------------
     def run(self, until: float | None = None, *, on_progress: Callable[[float], None] | None = None,
             progress_every: int = 20000) -> bool:

@@ -115,9 +115,3 @@ def checkpoint_options(spec: ClusterSpec, size_bytes: float, nodes: int, pool: s
         r, _ = transfer_s(size_bytes, best_shared, nodes, link, write=False)
         out.append(CheckpointOption(f"{t.name} -> {best_shared.name}", w, c, r, True, why))
     return out
-
-
-def node_link_text(spec: ClusterSpec, pool: str | None = None) -> str:
-    p = spec.pool(pool) if pool else spec.node_pools[0]
-    gbps, text = node_storage_gbps(p)
-    return f"{text}: {gbps:g} GB/s per node"

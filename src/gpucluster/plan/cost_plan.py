@@ -199,10 +199,6 @@ class CostPlan:
         r = next(o for o in self.rent if o.name == option)
         return break_even_months(self.build.capex_usd, self.build.opex_usd_per_year, r.usd_per_year(self.build.gpus))
 
-    def rent_tco(self, option: str = "on-demand") -> float:
-        r = next(o for o in self.rent if o.name == option)
-        return r.usd_per_year(self.build.gpus) * self.years
-
 
 def rental_price(spec: ClusterSpec) -> tuple[float, str]:
     """The spec's usd_per_gpu_hour, else the first pool's GPU catalog rental price."""

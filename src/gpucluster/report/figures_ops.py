@@ -6,7 +6,6 @@ that says what to conclude out.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -285,7 +284,3 @@ def _bytes(n: float) -> str:
 
 def _cap(s: str) -> str:
     return s[:1].upper() + s[1:]
-
-
-def finite_or_none(x: float | None) -> float | None:
-    return x if x is not None and math.isfinite(x) else None

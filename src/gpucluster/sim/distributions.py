@@ -43,15 +43,6 @@ def sample(d: Dist, n: int, rng: np.random.Generator, base: Path | None = None, 
     return x
 
 
-def mean_of(d: Dist) -> float | None:
-    """The distribution's mean where it has a closed form (for messages and estimates)."""
-    return {"fixed": lambda: d.value, "uniform": lambda: (d.low + d.high) / 2, "exponential": lambda: d.mean,
-            "lognormal": lambda: d.median * math.exp(d.sigma ** 2 / 2),
-            "weibull": lambda: d.scale * math.gamma(1 + 1 / d.shape),
-            "choice": lambda: float(np.average(d.values, weights=d.weights)),
-            }.get(d.dist, lambda: None)()
-
-
 @lru_cache(maxsize=16)
 def _read_column(path: str, column: str | None) -> tuple[np.ndarray, int, str]:
     with open(path, newline="", encoding="utf-8") as f:

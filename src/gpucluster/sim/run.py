@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -11,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from gpucluster.errors import UserError
-from gpucluster.sim.jobs import COMPLETED, Job
+from gpucluster.sim.jobs import Job
 from gpucluster.sim.kernel import Kernel
 from gpucluster.sim.state import ClusterState, NodeInfo
 from gpucluster.specs.scenario import LoadedScenario
@@ -133,7 +132,3 @@ def type_prices(loaded: LoadedScenario) -> dict[str, float]:
         if price is not None:
             out[b.gpu] = price
     return out
-
-
-def rejected_reasons(jobs: list[Job]) -> dict[str, int]:
-    return dict(Counter(j.reason for j in jobs if j.reason and j.state != COMPLETED).most_common())

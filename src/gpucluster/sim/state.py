@@ -125,7 +125,7 @@ class ClusterState:
                 raise AllocationError(f"job {job_id}: node {node} is not usable")
         if cpu or mem:
             node = int(nodes[0])
-            if self.cpu_cap[node] and self.cpu_free[node] < cpu or self.mem_cap[node] and self.mem_free[node] < mem:
+            if (self.cpu_cap[node] and self.cpu_free[node] < cpu) or (self.mem_cap[node] and self.mem_free[node] < mem):
                 raise AllocationError(f"job {job_id}: not enough CPU or memory on node {node}")
             self.cpu_free[node] -= cpu
             self.mem_free[node] -= mem
@@ -188,10 +188,6 @@ class ClusterState:
         self.node_up[node] = True
         self._refresh(node)
 
-    def drain(self, node: int, on: bool) -> None:
-        self.node_drain[node] = on
-        self._refresh(node)
-
     def power(self, node: int, on: bool) -> None:
         """Turn a cloud node on (it joins the capacity) or off (it must be empty)."""
         if bool(self.node_on[node]) == on:
@@ -211,13 +207,6 @@ class ClusterState:
         self._refresh(node)
 
     # -- queries --------------------------------------------------------------------
-    def type_mask(self, types: frozenset[str] | None) -> np.ndarray | None:
-        """Nodes of the allowed GPU types (None = every node)."""
-        if types is None:
-            return None
-        idx = [self.type_index[t] for t in types if t in self.type_index]
-        return np.isin(self.node_type, idx)
-
     def check(self) -> None:
         """Internal consistency (used by tests): counters match the arrays."""
         whole = np.add.reduceat(self.gpu_free == WHOLE, self.first_gpu) if self.total_gpus else []
