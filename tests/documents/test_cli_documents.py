@@ -86,7 +86,10 @@ def test_unknown_keys_are_refused_where_the_document_is_known():
 def test_the_simulation_document_keeps_keys_it_does_not_know_yet():
     """The simulator grows: a new measure must reach the JSON before this model names it."""
     doc = json_of("simulate", "examples/scenarios/shared-vs-partitioned.yaml")
-    doc["new_measure"] = {"x": 1}
-    doc["utilization"]["new_ratio"] = 0.5
+    items = list(doc.items())
+    items.insert(5, ("new_measure", {"x": 1}))      # in the middle, where a writer might put it
+    doc = dict(items)
+    doc["utilization"] = {"new_ratio": 0.5, **doc["utilization"]}
     out = model_of("simulation").model_validate(doc).dump()
     assert out["new_measure"] == {"x": 1} and out["utilization"]["new_ratio"] == 0.5
+    assert json.dumps(out) == json.dumps(doc)       # in the place the writer put them

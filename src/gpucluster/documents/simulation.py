@@ -40,7 +40,7 @@ class Utilization(Open):
     busy: Num | None
 
 
-class SimulationDocument(Document):
+class SimulationDocument(Open, Document):
     model_config = Open.model_config
     OMIT_NONE = ("failures", "services")
 
@@ -70,7 +70,7 @@ class SimulationDocument(Document):
     notes: list[str]
 
 
-class SimulationCompareDocument(Document):
+class SimulationCompareDocument(Open, Document):
     model_config = Open.model_config
 
     schema_: Literal["gpucluster-simulation-compare/v1"] = Field(COMPARE_SCHEMA, alias="schema")
