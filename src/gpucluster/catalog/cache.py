@@ -31,8 +31,8 @@ PACKAGE = Path(__file__).resolve().parents[1]
 DATA_DIR = Path(__file__).resolve().parent / "data"
 CACHE_DIR = Path(__file__).resolve().parent / "__pycache__"
 # The code that decides what an entry is: a change to it must rebuild the entries.
-CODE = [PACKAGE / p for p in ("catalog/models.py", "catalog/registry.py", "catalog/cache.py", "registry.py",
-                              "specs/workload.py", "specs/loader.py", "specs/safe_yaml.py", "errors.py")]
+CODE = [PACKAGE / p for p in ("catalog/models.py", "catalog/registry.py", "catalog/operations.py", "catalog/cache.py",
+                              "registry.py", "specs/workload.py", "specs/loader.py", "specs/safe_yaml.py", "errors.py")]
 
 
 def enabled(files: Iterable[Path]) -> bool:

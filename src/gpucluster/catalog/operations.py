@@ -3,7 +3,8 @@
 Three data files sit next to the hardware catalog (`data/failures.yaml`,
 `data/prices.yaml`, `data/facility.yaml`), each with a file-wide `sources:` map
 that every `{value, source}` number cites, as in the hardware files. They are
-loaded once, on first use, and reported with file and line when malformed.
+loaded once, on first use (the packaged ones kept validated between runs: catalog/cache.py),
+and reported with file and line when malformed.
 """
 
 from __future__ import annotations
@@ -14,10 +15,10 @@ from typing import Literal
 
 from pydantic import Field
 
+from gpucluster.catalog.cache import cached
 from gpucluster.catalog.models import Entry, Source, Sourced, Strict
 from gpucluster.errors import UserError
 from gpucluster.registry import Registry
-from gpucluster.specs.loader import load_yaml, parse_data
 
 DATA_DIR = Path(__file__).parent / "data"
 
@@ -115,6 +116,8 @@ class FacilityLimits(_Book):
 
 
 def _section(path: Path, key: str) -> tuple[dict, dict, dict]:
+    from gpucluster.specs.loader import load_yaml
+
     data, lines = load_yaml(path)
     if not isinstance(data, dict) or key not in data or "sources" not in data:
         raise UserError(f"expected a mapping with `sources:` and `{key}:`", file=str(path))
@@ -123,6 +126,12 @@ def _section(path: Path, key: str) -> tuple[dict, dict, dict]:
 
 @cache
 def failure_profiles(path: Path = DATA_DIR / "failures.yaml") -> Registry[FailureProfile]:
+    return cached("failure-profiles", [path], lambda: _read_failure_profiles(path))
+
+
+def _read_failure_profiles(path: Path) -> Registry[FailureProfile]:
+    from gpucluster.specs.loader import parse_data
+
     data, lines, sources = _section(path, "profiles")
     reg: Registry[FailureProfile] = Registry("failure profile")
     for i, raw in enumerate(data["profiles"]):
@@ -136,6 +145,12 @@ def failure_profiles(path: Path = DATA_DIR / "failures.yaml") -> Registry[Failur
 
 @cache
 def operations(path: Path = DATA_DIR / "failures.yaml") -> tuple[Operations, dict[str, Source]]:
+    return cached("operations", [path], lambda: _read_operations(path))
+
+
+def _read_operations(path: Path) -> tuple[Operations, dict[str, Source]]:
+    from gpucluster.specs.loader import parse_data
+
     data, lines, sources = _section(path, "operations")
     ops = parse_data(Operations, data["operations"], str(path), lines, prefix=("operations",),
                      context={"sources": sources})
@@ -144,6 +159,12 @@ def operations(path: Path = DATA_DIR / "failures.yaml") -> tuple[Operations, dic
 
 @cache
 def price_book(path: Path = DATA_DIR / "prices.yaml") -> PriceBook:
+    return cached("prices", [path], lambda: _read_price_book(path))
+
+
+def _read_price_book(path: Path) -> PriceBook:
+    from gpucluster.specs.loader import parse_data
+
     data, lines, sources = _section(path, "prices")
     return parse_data(PriceBook, {**data["prices"], "sources": sources}, str(path), lines,
                       prefix=("prices",), context={"sources": sources})
@@ -151,6 +172,12 @@ def price_book(path: Path = DATA_DIR / "prices.yaml") -> PriceBook:
 
 @cache
 def facility_limits(path: Path = DATA_DIR / "facility.yaml") -> FacilityLimits:
+    return cached("facility", [path], lambda: _read_facility_limits(path))
+
+
+def _read_facility_limits(path: Path) -> FacilityLimits:
+    from gpucluster.specs.loader import parse_data
+
     data, lines, sources = _section(path, "limits")
     return parse_data(FacilityLimits, {**data["limits"], "sources": sources}, str(path), lines,
                       prefix=("limits",), context={"sources": sources})

@@ -17,7 +17,7 @@ from typing import Any
 
 from gpucluster.model.training.fabric import TrainingFabric
 from gpucluster.model.training.layout import Layout, problems
-from gpucluster.model.training.memory import memory
+from gpucluster.model.training.memory import MemoryTerms
 from gpucluster.model.training.step import Estimate, estimate
 from gpucluster.specs.workload import TransformerSpec
 
@@ -139,32 +139,44 @@ def _interleaves(layers: int, pp: int, microbatches: int) -> list[tuple[int, boo
     return [(1, False)]
 
 
+def _with(base: Layout, changes: dict[str, Any]) -> Layout:
+    """`base.with_(**changes)` for the search's own field names, without dataclasses.replace
+    re-running __init__ over all 24 fields (a fifth of the search's time): Layout is a plain
+    frozen dataclass, no __post_init__ and no slots (tests/plan/test_train_search.py holds it so)."""
+    lay = object.__new__(Layout)
+    lay.__dict__.update(base.__dict__)
+    lay.__dict__.update(changes)
+    return lay
+
+
 def _try_memory_options(spec: TransformerSpec, base: Layout, fabric: TrainingFabric, fixed: dict[str, Any],
                         s: int, hbm: float, gpus: int, result: SearchResult, fits: list[Estimate]) -> None:
     zeros = [1 if base.dp * base.cp > 1 else 0]
     if base.pp == 1 and base.dp * base.cp > 1:
         zeros.append(3)
     found = False
+    terms = MemoryTerms(spec, base, s)  # weights, activations: computed once for every option below
     for offload in _options("offload_optimizer", fixed, [False, True]):
         if found:
             break  # offloading only when nothing else fits
         for zero in _options("zero", fixed, zeros):
             for rc in _options("recompute", fixed, ["none", "selective", "full"]):
-                lay = base.with_(zero=zero, recompute=rc, offload_optimizer=offload)
+                changes: dict[str, Any] = {"zero": zero, "recompute": rc, "offload_optimizer": offload}
                 if fixed.get("overlap_dp_comm") == "framework":
-                    lay = lay.with_(overlap_dp_comm=zero >= 3)  # the frameworks' defaults by ZeRO stage
+                    changes["overlap_dp_comm"] = zero >= 3  # the frameworks' defaults by ZeRO stage
+                lay = _with(base, changes)
                 result.considered += 1
                 why = problems(spec, lay, gpus, s)
                 if why:
                     result.rejected[why[0]] += 1
                     break
-                mem = memory(spec, lay, hbm, s)
+                mem = terms.memory(lay, hbm)
                 if not mem.fits:
                     result.rejected["does not fit in HBM"] += 1
                     if result.smallest_misfit is None or mem.total < result.smallest_misfit.memory.total:
-                        result.smallest_misfit = estimate(spec, lay, fabric, seq_len=s)
+                        result.smallest_misfit = estimate(spec, lay, fabric, seq_len=s, mem=mem)
                     continue
                 result.estimated += 1
-                fits.append(estimate(spec, lay, fabric, seq_len=s))
+                fits.append(estimate(spec, lay, fabric, seq_len=s, mem=mem))
                 found = True
                 break  # more recompute only slows this (tp, pp, ..., zero) down

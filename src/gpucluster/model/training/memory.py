@@ -56,22 +56,43 @@ def activation_per_layer(spec: TransformerSpec, lay: Layout, seq_len: int, recom
 
 
 def memory(spec: TransformerSpec, lay: Layout, hbm_bytes: float, seq_len: int) -> Memory:
-    wgo = weight_grad_optimizer_bytes(spec, lay.tp, lay.pp, lay.dp, lay.ep, lay.zero, lay.precision, cp=lay.cp,
-                                      etp=lay.expert_tp)
-    per_layer = activation_per_layer(spec, lay, seq_len, lay.recompute)
-    outside = activation_bytes_outside_layers(spec, lay.micro_batch, lay.tp, lay.sequence_parallel, lay.cp,
-                                              seq_len=seq_len)
-    counts = stage_layer_counts(spec.layers, lay.pp, lay.pp_embedding_layer, lay.pp_loss_layer)
-    mbs = lay.microbatches
-    first = pipeline_inflight_microbatches(lay.pp, lay.interleave, 0, mbs)
-    act_first = first * (counts[0] * per_layer + outside["first"])
-    last_inflight = pipeline_inflight_microbatches(lay.pp, lay.interleave, lay.pp - 1, mbs)
-    act_last = last_inflight * counts[-1] * per_layer + outside["last"]
-    if lay.pp == 1:
-        act_first = act_last = first * counts[0] * per_layer + outside["first"] + outside["last"]
-    buffers = float(RESERVED_BYTES)
-    if lay.zero >= 3:
-        # FSDP keeps the gathered weights of the running layer and the prefetched next one.
-        buffers += 2 * params(spec).total / spec.layers / lay.tp * 2
-    optimizer = 0.0 if lay.offload_optimizer else wgo["optimizer"]
-    return Memory(wgo["weights"], wgo["grads"], optimizer, max(act_first, act_last), buffers, hbm_bytes)
+    return MemoryTerms(spec, lay, seq_len).memory(lay, hbm_bytes)
+
+
+class MemoryTerms:
+    """The memory of one layout, in parts: what does not depend on its ZeRO stage, recompute or
+    optimizer offload is computed once, the rest once per value asked for. The layout search tries
+    several of these options on each layout (plan/train_search.py); `memory()` is this with one."""
+
+    def __init__(self, spec: TransformerSpec, lay: Layout, seq_len: int) -> None:
+        self.spec, self.base, self.seq_len = spec, lay, seq_len
+        self.outside = activation_bytes_outside_layers(spec, lay.micro_batch, lay.tp, lay.sequence_parallel, lay.cp,
+                                                       seq_len=seq_len)
+        self.counts = stage_layer_counts(spec.layers, lay.pp, lay.pp_embedding_layer, lay.pp_loss_layer)
+        mbs = lay.microbatches
+        self.first = pipeline_inflight_microbatches(lay.pp, lay.interleave, 0, mbs)
+        self.last_inflight = pipeline_inflight_microbatches(lay.pp, lay.interleave, lay.pp - 1, mbs)
+        self._per_layer: dict[str, float] = {}
+        self._wgo: dict[int, dict[str, float]] = {}
+
+    def memory(self, lay: Layout, hbm_bytes: float) -> Memory:
+        """Memory of `lay`: the layout these terms were made for, but for its zero, recompute
+        and offload_optimizer."""
+        spec, base = self.spec, self.base
+        if lay.zero not in self._wgo:
+            self._wgo[lay.zero] = weight_grad_optimizer_bytes(spec, base.tp, base.pp, base.dp, base.ep, lay.zero,
+                                                              base.precision, cp=base.cp, etp=base.expert_tp)
+        wgo = self._wgo[lay.zero]
+        if lay.recompute not in self._per_layer:
+            self._per_layer[lay.recompute] = activation_per_layer(spec, base, self.seq_len, lay.recompute)
+        per_layer, outside, counts, first = self._per_layer[lay.recompute], self.outside, self.counts, self.first
+        act_first = first * (counts[0] * per_layer + outside["first"])
+        act_last = self.last_inflight * counts[-1] * per_layer + outside["last"]
+        if base.pp == 1:
+            act_first = act_last = first * counts[0] * per_layer + outside["first"] + outside["last"]
+        buffers = float(RESERVED_BYTES)
+        if lay.zero >= 3:
+            # FSDP keeps the gathered weights of the running layer and the prefetched next one.
+            buffers += 2 * params(spec).total / spec.layers / base.tp * 2
+        optimizer = 0.0 if lay.offload_optimizer else wgo["optimizer"]
+        return Memory(wgo["weights"], wgo["grads"], optimizer, max(act_first, act_last), buffers, hbm_bytes)

@@ -136,8 +136,10 @@ def _layer_cached(spec: TransformerSpec, lay: Layout, fab: TrainingFabric, seq_l
     return _LayerTimes(k.forward(), k.backward(), k.core(), tp_f, tp_b, cp, cp_b, ep)
 
 
-def estimate(spec: TransformerSpec, lay: Layout, fab: TrainingFabric, *, seq_len: int | None = None) -> Estimate:
-    """Step time, memory and throughput of `lay` for `spec` on `fab` (layout assumed valid)."""
+def estimate(spec: TransformerSpec, lay: Layout, fab: TrainingFabric, *, seq_len: int | None = None,
+             mem: Memory | None = None) -> Estimate:
+    """Step time, memory and throughput of `lay` for `spec` on `fab` (layout assumed valid);
+    `mem`: its memory, where the caller has it already (the layout search)."""
     s = seq_len or spec.seq_len
     gpu = fab.gpu
     mix = _moe_mix(spec)
@@ -188,7 +190,8 @@ def estimate(spec: TransformerSpec, lay: Layout, fab: TrainingFabric, *, seq_len
     terms["dp_comm"] = _dp_exposed(spec, lay, fab, t_f_stage, t_b_stage, stage_layers, compute_f, layer_compute)
     terms["optimizer"] = _optimizer_s(spec, lay, fab)
 
-    mem = memory(spec, lay, gpu.hbm_bytes, s)
+    if mem is None:
+        mem = memory(spec, lay, gpu.hbm_bytes, s)
     tokens = lay.global_batch * s
     return Estimate(lay, lay.gpus, sum(terms.values()), terms, mem,
                     model_flops_per_iteration(spec, lay.global_batch, s),
