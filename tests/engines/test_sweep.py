@@ -75,3 +75,15 @@ def test_only_allowed_commands_and_options(tmp_path):
     q.write_text('name: x\ncommand: [plan, train]\nbase: {model: llama2-7b, gpu: "H100:8", bogus: 1}\n')
     data = json.loads(run("sweep", str(q), "--json").stdout)
     assert data["tasks"][0]["error"] == "error: --bogus: no such option for plan train"
+
+
+def test_a_point_past_its_timeout_is_reported(tmp_path):
+    import gpucluster
+    from gpucluster.engines import sweep as sweep_mod
+
+    gpucluster.plan_train("llama2-7b", gpu="H100:8", tokens="1B", top=1)     # imports done: only the search is timed
+    p = tmp_path / "slow.yaml"
+    p.write_text('name: slow\ncommand: [plan, train]\nbase: {model: llama3-70b, gpu: "H100:8", nodes: 64}\n'
+                 "timeout_s: 0.001\n")
+    out = sweep_mod.sweep(str(p), workers=1)
+    assert out["failed"] == 1 and out["tasks"][0]["error"] == "timed out after 0.001 s"
