@@ -58,7 +58,7 @@ def test_a_damaged_file_is_rebuilt_and_old_ones_removed(cache_dir: Path) -> None
     (path,) = cache_dir.glob("catalog-links-*.pickle")
     path.write_bytes(pickle.dumps({"n": 1})[:5])           # cut short
     assert cache.cached("links", files, build) == {"n": 2}
-    stale = cache_dir / "catalog-links-000000000000000000000000.pickle"
+    stale = cache_dir / f"catalog-links-{'0' * 24}.pickle"
     stale.write_bytes(b"")
     path.unlink()
     cache.cached("links", files, build)

@@ -83,7 +83,7 @@ def _store(path: Path, family: str, value: object) -> None:
         finally:
             if os.path.exists(tmp):
                 os.unlink(tmp)
-        for old in path.parent.glob(f"catalog-{family}-*.pickle"):
+        for old in path.parent.glob(f"catalog-{family}-{'?' * 24}.pickle"):  # this family's, older keys
             if old != path:
                 old.unlink(missing_ok=True)
     except (OSError, pickle.PicklingError):

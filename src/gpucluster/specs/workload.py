@@ -28,7 +28,6 @@ from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt, 
 from gpucluster.catalog.models import Entry, Sourced, _known_source
 from gpucluster.errors import UserError
 from gpucluster.registry import Registry
-from gpucluster.specs.loader import load_yaml, parse_data
 
 MODELS_FILE = Path(__file__).resolve().parents[1] / "catalog" / "data" / "models.yaml"
 MLA_FIELDS = ("q_lora_rank", "kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim")
@@ -244,6 +243,8 @@ def model_presets() -> Registry[ModelPreset]:
 
 
 def _read_presets() -> Registry[ModelPreset]:
+    from gpucluster.specs.loader import load_yaml, parse_data  # not at import: presets come from the cache
+
     data, lines = load_yaml(MODELS_FILE)
     if not isinstance(data, dict) or "entries" not in data:
         raise UserError("expected a mapping with `sources:` and `entries:`", file=str(MODELS_FILE))
@@ -277,6 +278,8 @@ def load_model_spec(name_or_path: str | Path) -> TransformerSpec:
     if not isinstance(name_or_path, Path) and text in presets:
         return presets.get(text).model
     if isinstance(name_or_path, Path) or _looks_like_path(text) or Path(text).is_file():
+        from gpucluster.specs.loader import load_yaml, parse_data
+
         data, lines = load_yaml(text)
         prefix: tuple[str, ...] = ()
         if isinstance(data, dict) and isinstance(data.get("model"), dict) and "layers" not in data:
