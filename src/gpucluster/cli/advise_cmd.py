@@ -81,7 +81,7 @@ def advise(
 
 def _serving(spec, gpu: str, nic: str, cpu: str, sockets: int, rate_text: str) -> dict[str, Any]:
     from gpucluster.catalog import catalog
-    from gpucluster.cli.plan_serve_cmd import parse_rate
+    from gpucluster.plan.serve_request import parse_rate
     from gpucluster.model.serving.queueing import Lengths, Traffic
     from gpucluster.plan.fabric_from import from_flags
     from gpucluster.plan.serve_search import search
