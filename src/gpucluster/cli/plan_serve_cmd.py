@@ -6,9 +6,6 @@ from typing import Annotated, Optional
 
 import typer
 
-# Parsers shared with `advise` (and kept importable from here).
-from gpucluster.plan.serve_request import nothing_fits, parse_duration, parse_rate  # noqa: F401
-
 
 def serve(
     model: Annotated[str, typer.Option(help="A preset (see `gpucluster models`) or a model YAML file")],
