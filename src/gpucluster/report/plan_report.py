@@ -6,7 +6,9 @@ import dataclasses
 import math
 from typing import Any
 
+from gpucluster.errors import UserError
 from gpucluster.report.html import Report, Table, write_report
+from gpucluster.safe_text import one_line
 from gpucluster.units import format_duration
 
 # Cluster sizes of the scaling curve, as multiples of the planned node count.
@@ -21,9 +23,10 @@ def _si(x: float) -> str:
 
 
 def scaling_points(plan: Any, fixed: dict[str, Any] | None = None, tp_across_domains: bool = False
-                   ) -> list[dict[str, Any]]:
+                   ) -> tuple[list[dict[str, Any]], list[str]]:
     """Run the layout search at several node counts around the plan's (same model, batch and
-    fabric); sizes where nothing fits are left out."""
+    fabric). Sizes where nothing fits are left out of the points and named, with why, in the
+    second list (the report says so under the scaling table)."""
     from gpucluster.plan.train_search import search
 
     tgt, best = plan.target, plan.best
@@ -32,6 +35,7 @@ def scaling_points(plan: Any, fixed: dict[str, Any] | None = None, tp_across_dom
     keep = {k: v for k, v in (fixed or {}).items() if k not in ("dp",)}
     nodes = sorted({max(1, round(tgt.nodes * f)) for f in SCALE_FACTORS})
     out = []
+    left_out: list[str] = []
     for n in nodes:
         gpus = n * per_node
         if n == tgt.nodes:
@@ -42,15 +46,17 @@ def scaling_points(plan: Any, fixed: dict[str, Any] | None = None, tp_across_dom
             try:
                 res = search(plan.spec, fab, gpus, plan.global_batch, fixed=keep, seq_len=plan.seq_len, top=1,
                              tp_across_domains=tp_across_domains, precision=best.layout.precision)
-            except Exception:   # a size the search cannot lay out at all
+            except (UserError, ValueError) as exc:   # a size the search cannot lay out at all
+                left_out.append(f"{gpus:,} GPUs ({one_line(getattr(exc, 'message', None) or exc)})")
                 continue
             est = res.best
             if est is None:
+                left_out.append(f"{gpus:,} GPUs (no layout fits in memory)")
                 continue
         time_s = plan.steps * est.step_s
         out.append({"gpus": gpus, "nodes": n, "time_s": time_s, "layout": est.layout.short(), "mfu": est.mfu,
                     "cost_usd": None if rent is None else rent[0] * time_s * gpus / 3600})
-    return out
+    return out, left_out
 
 
 def train_report(plan: Any, meta: dict[str, Any], *, fixed: dict[str, Any] | None = None,
@@ -71,7 +77,7 @@ def train_report(plan: Any, meta: dict[str, Any], *, fixed: dict[str, Any] | Non
         facts.append(("cost, rented", f"${rent[0] * plan.gpu_hours:,.0f} at ${rent[0]:.2f}/GPU-hour"))
     labels = {k: LABEL[k] for k in TERMS}
     ranked = plan.search.ranked
-    points = scaling_points(plan, fixed, tp_across_domains)
+    points, left_out = scaling_points(plan, fixed, tp_across_domains)
     figures = [
         F.step_breakdown(best.terms, labels, best.step_s),
         F.memory_per_gpu([(e.layout.short(), [r for r in e.memory.rows() if r[0] not in ("total", "HBM")],
@@ -87,7 +93,8 @@ def train_report(plan: Any, meta: dict[str, Any], *, fixed: dict[str, Any] | Non
     scale = Table("Scaling: the same run on more or fewer nodes",
                   ["GPUs", "nodes", "best layout", "time to train", "MFU", "cost, rented ($)"],
                   [[p["gpus"], p["nodes"], p["layout"], format_duration(p["time_s"]), f"{100 * p['mfu']:.1f}%",
-                    "-" if p["cost_usd"] is None else round(p["cost_usd"])] for p in points])
+                    "-" if p["cost_usd"] is None else round(p["cost_usd"])] for p in points],
+                  note="left out: " + "; ".join(left_out) if left_out else "")
     notes = [f"fabric: {tgt.fabric.describe()}", f"tokens: {meta['tokens_source']}",
              f"global batch {plan.global_batch} x {plan.seq_len} tokens: {meta['global_batch_source']}",
              f"total compute {plan.total_model_flops:.3g} FLOPs (Megatron's count; 6 x N x D gives {plan.six_nd:.3g})"]

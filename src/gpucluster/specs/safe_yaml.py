@@ -232,7 +232,7 @@ def failing_line(root: yaml.Node | None) -> int | None:
         if isinstance(node, yaml.ScalarNode):
             try:
                 yaml.constructor.SafeConstructor().construct_object(node)
-            except Exception:
+            except CONSTRUCT_ERRORS:    # the error being looked for: this scalar is the one
                 return node.start_mark.line + 1
         else:
             stack.extend(reversed([c for _, c in _children(node)]))

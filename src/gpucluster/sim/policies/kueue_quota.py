@@ -24,6 +24,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from gpucluster.errors import UserError
+
 ANY = "*"            # the flavor of a `gpus:` quota: any GPU type
 INF = float("inf")
 EPS = 1e-9
@@ -136,6 +138,6 @@ def resolve_flavor(name: str, cluster_types: list[str]) -> str | None:
     from gpucluster.catalog import catalog
     try:
         canon = catalog.gpus.canonical(name)
-    except Exception:  # noqa: BLE001  (not a catalog name: an openb model such as G2)
+    except UserError:  # not a catalog name: an openb model such as G2
         return None
     return canon if canon in cluster_types else None
