@@ -198,7 +198,7 @@ def run_point(command: list[str] | tuple[str, ...], args: list[str], params: dic
         return {"ok": False, "error": f"timed out after {timeout_s:g} s"}
     except UserError as exc:
         return {"ok": False, "error": f"error: {one_line(exc.message)}"}
-    except Exception as exc:  # a bug in one point must not lose the others: reported with its type
+    except Exception as exc:  # noqa: BLE001  a bug in one point must not lose the others: reported with its type
         return {"ok": False, "error": one_line(f"{type(exc).__name__}: {exc}")}
     finally:
         if timed:
@@ -234,7 +234,7 @@ def run_local(spec: SweepSpec, args: list[str], params: list[dict[str, Any]], wo
         for done, fut in enumerate(as_completed(futs), start=1):
             try:
                 results[futs[fut]] = fut.result()
-            except Exception as exc:  # the worker process died (killed, out of memory): the task failed
+            except Exception as exc:  # noqa: BLE001  the worker process died (killed, out of memory): the task failed
                 results[futs[fut]] = {"ok": False, "error": f"worker: {type(exc).__name__}: {exc}"}
             if progress:
                 progress(done, len(params))
@@ -273,7 +273,7 @@ def run_ray(spec: SweepSpec, args: list[str], params: list[dict[str, Any]], addr
             for r in ready:
                 try:
                     results[index[r]] = ray.get(r)
-                except Exception as exc:  # a worker died: report the task, keep the rest
+                except Exception as exc:  # noqa: BLE001  a worker died: report the task, keep the rest
                     results[index[r]] = {"ok": False, "error": f"Ray: {type(exc).__name__}: {exc}"}
                 done += 1
                 if progress:
