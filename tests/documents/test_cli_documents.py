@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from helpers import json_of
+from doc_helpers import json_of
 
 from gpucluster.documents import model_of, schema_id
 

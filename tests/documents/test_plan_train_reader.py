@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import typing
 
-from helpers import json_of
+from doc_helpers import json_of
 from pydantic import BaseModel
 
 from gpucluster.documents.plan_train import Layout, PlanTrainDocument

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from helpers import invoke
+from doc_helpers import invoke
 
 from gpucluster.cli import schema_cmd
 from gpucluster.documents import DOCUMENTS, schema_id
