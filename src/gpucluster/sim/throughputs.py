@@ -181,3 +181,31 @@ def default_table(trace_path: str | Path) -> Path | None:
         if cand.is_file():
             return cand
     return None
+
+
+def cluster_speeds(jobs: list, cluster_types: list[str], notes: list[str], workload: str):
+    """A function giving each trace job its speed per cluster GPU type (relative to its fastest
+    table type, the unit of its duration), or None for jobs without table throughputs.
+
+    A cluster type matches a table type by the catalog's name for it (v100 -> V100-SXM2-16GB)
+    or by the same name. A cluster with none of the table's types runs every job at its
+    fastest table type's speed, and says so in the notes."""
+    table_gpus = list(dict.fromkeys(g for j in jobs if j.speeds for g in j.speeds))
+    if not table_gpus:
+        return lambda j: None
+    match: dict[str, str] = {}
+    for t in cluster_types:
+        for g in table_gpus:
+            if catalog_name(g) == t or g.lower() == t.lower():
+                match[t] = g
+    if not match:
+        notes.append(f"{workload}: the cluster has none of the throughput table's GPU types "
+                     f"({', '.join(table_gpus)}); every job runs at its fastest table type's speed")
+        return lambda j: None
+
+    def speeds(j) -> dict[str, float] | None:
+        if not j.speeds:
+            return None
+        best = max(j.speeds.values())
+        return {t: j.speeds.get(g, 0.0) / best for t, g in match.items()}
+    return speeds

@@ -24,6 +24,8 @@ def trace(ctx: Context, w: Any, loc: tuple) -> None:
     canonical = load_all().canonical(fmt, **ctx.loaded.where(*loc, "format"))
     if canonical == "gavel" and w.runtimes:
         opts["runtimes"] = str(ctx.loaded.path(w.runtimes))
+    if canonical == "gavel" and w.throughputs:
+        opts["throughputs"] = str(ctx.loaded.path(w.throughputs))
     got = read(canonical, str(path), **opts)
     ctx.trace_reports.append(got.report() | {"workload": w.name})
     if not got.jobs:
@@ -43,6 +45,8 @@ def trace(ctx: Context, w: Any, loc: tuple) -> None:
     submits = submits * w.arrival_scale
     kind_ckpt = w.checkpoint_minutes > 0
     known = set(ctx.cluster_types)
+    from gpucluster.sim.throughputs import cluster_speeds
+    speeds_of = cluster_speeds(jobs, ctx.cluster_types, ctx.notes, w.name)   # gavel: steps/s per type
     dropped = 0
     for j, t, g in zip(jobs, submits.tolist(), gpus):
         types = default_types
@@ -55,7 +59,7 @@ def trace(ctx: Context, w: Any, loc: tuple) -> None:
             continue
         ctx.new_job(cls=w.name, util=w.gpu_util, kind="training" if kind_ckpt or g > 1 else "batch", gpus=int(g), submit=t * s,
                     work=float("inf") if w.hold else j.duration * s, milli=j.milli, cpu_milli=j.cpu_milli, mem_mib=j.mem_mib,
-                    types=frozenset(types) if types else None, queue=w.queue, priority=w.priority,
+                    types=frozenset(types) if types else None, speeds=speeds_of(j), queue=w.queue, priority=w.priority,
                     ckpt_interval=w.checkpoint_minutes * 60.0, ckpt_write=w.checkpoint_write_s,
                     restart_s=w.restart_s,
                     # how the job ended in the history (sacct: failed, cancelled) and what it recorded

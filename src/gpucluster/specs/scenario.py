@@ -221,8 +221,11 @@ class Trace(_Workload):
     restart_s: float = Field(0.0, ge=0)
     arrivals: Arrivals | None = Field(None, description="for traces without arrival times (philly runtimes)")
     gpus: Dist | None = Field(None, description="for traces without GPU counts (philly runtimes; default 1)")
-    runtimes: str | None = Field(None, description="gavel: Philly runtime CSV the step counts are mapped onto "
-                                                   "(default: philly_runtime.csv next to the trace)")
+    runtimes: str | None = Field(None, description="gavel without a throughput table: Philly runtime CSV the step "
+                                                   "counts are mapped onto by rank (an approximation)")
+    throughputs: str | None = Field(None, description="gavel: throughput table (Gavel's JSON; run time = steps / "
+                                                      "throughput on the GPU type; default: Gavel's 2019 table "
+                                                      "beside the trace, ../gavel/oracle_throughputs_2019.json)")
 
 
 Workload = Annotated[Training | Batch | Inference | Pipeline | Trace, Field(discriminator="kind")]

@@ -73,7 +73,9 @@ class RoundPolicy(Policy):
                 self.received.setdefault(j.id, np.zeros(K))[k] += elapsed
                 self.service[j.id] = self.service.get(j.id, 0.0) + elapsed
         self.since += elapsed
-        jobs = sorted([*view.running.values(), *view.queue], key=lambda j: (j.submit, j.seq))
+        # by id: the queue's lazy removal can list a job preempted and re-queued twice
+        live = {j.id: j for j in [*view.running.values(), *view.queue]}
+        jobs = sorted(live.values(), key=lambda j: (j.submit, j.seq))
         if not jobs:
             return []
         usable = st.usable
