@@ -54,7 +54,12 @@ class Problem:
 
 
 def _linprog():
-    from scipy.optimize import linprog   # lazy: scipy stays off the light import path
+    try:
+        from scipy.optimize import linprog   # lazy: scipy stays off the light import path
+    except ImportError:
+        from gpucluster.errors import UserError
+        raise UserError("the round-based (Gavel) policies solve LPs with scipy, which is not installed: "
+                        "pip install 'gpucluster[sched]'", field="policy") from None
     return linprog
 
 
