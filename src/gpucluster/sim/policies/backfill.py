@@ -91,16 +91,19 @@ class EasyBackfill(Policy):
         shadow, extra, rtype = self.reservation(view, scr, head, out)
         new = view.new
         failed: dict[tuple, int] = {}
+        # without time limits the plan is the real run time: call it directly (this loop is the hot path)
+        est = self.estimate if self._limits else Job.est_duration
         for job in islice(it, self.depth):
             if not view.full and job.id not in new:
                 continue
-            if job.time_limit_s is not None:
-                self._limits = self.by_limit
+            if job.time_limit_s is not None and not self._limits and self.by_limit:
+                self._limits = True
+                est = self.estimate
             # types it may use now: any type but the head's; the head's only if it ends before the
             # shadow time or fits in the extra GPUs (so it cannot delay the head)
             ok = [t for t in self.types_order(view, job)
                   if shadow == INF or (rtype is not None and t != rtype)
-                  or view.now + self.estimate(job, t) <= shadow or job.gpu_share <= extra]
+                  or view.now + est(job, t) <= shadow or job.gpu_share <= extra]
             if not ok:
                 continue
             shape = (job.types, job.milli, tuple(ok))
@@ -115,7 +118,7 @@ class EasyBackfill(Policy):
                 failed[shape] = min(failed.get(shape, 1 << 62), job.gpus)
                 continue
             t = view.state.types[view.state.node_type[view.state.gpu_node[g[0]]]]
-            if shadow < INF and (rtype is None or t == rtype) and view.now + self.estimate(job, t) > shadow:
+            if shadow < INF and (rtype is None or t == rtype) and view.now + est(job, t) > shadow:
                 extra -= job.gpu_share
             scr.take(g, job.milli, job.cpu_milli, job.mem_mib)
             out.append(Start(job, g))
