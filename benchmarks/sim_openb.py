@@ -1,120 +1,146 @@
-"""GPU allocation and fragmentation on the openb trace, best fit vs FGD, as ATC'23 measures them.
+"""GPU allocation and fragmentation on an openb trace under six placement policies, as ATC'23 measures them.
 
-    python benchmarks/sim_openb.py [--reps 3] [--until 1.3] [--traces ../shared/traces]
+    python benchmarks/sim_openb.py [--pods FILE] [--nodes FILE] [--policies best-fit,fgd,...]
+                                   [--reps 3] [--gpu-spec-share 0.33] [--json]
 
 Weng et al., "Beware of Fragmentation" (USENIX ATC'23), evaluate on the openb
 node list (1,213 nodes, 6,212 GPUs) by submitting tasks drawn from the pod list
 one after another, without departures, until the requested GPUs ("arrived
 workload") reach 130% of the cluster's; a task that fits nowhere fails. At each
-arrived level they report the GPU allocation rate (allocated / total GPUs) and
-the fragmentation of the free GPUs against the target workload (the pod list's
-own task mix: F_n(M), see src/gpucluster/sim/fragmentation.py). Here tasks are
-drawn with replacement (seeded; `--reps` draws); CPU-only pods are placed too
-(they hold CPU that GPU pods need).
+arrived level they report the GPU allocation rate and the fragmentation of the
+free GPUs against the target workload (src/gpucluster/sim/openb_fill.py,
+fragmentation.py). Tasks are drawn with replacement (seeded; `--reps` draws);
+CPU-only pods are placed too (they hold CPU that GPU pods need). A pod's
+`gpu_spec` limits it to nodes of those GPU models, in the placement and in the
+fragmentation measure.
 
-Policies: best fit (a share on the GPU with the least free part that fits; a
-whole-GPU task on the fullest node that fits; a CPU-only pod on the node with the
-least free CPU) and FGD (each where the fragmentation grows least).
+The defaults are ../shared/traces' openb node and pod lists. That pod list names no
+GPU type; `--gpu-spec-share S` makes a constrained variant: a seeded share S of
+the GPU pods gets a `gpu_spec` of one GPU model, drawn in proportion to the
+model's GPUs in the node list (so each type's demand matches its supply).
+
+`--json` prints one object per line per (trace, policy, arrived level): the
+allocation rate, the unallocated-GPU share (1 - allocation), fragmentation over
+the free and over all GPUs, failed tasks (means over the draws) and the CPU time.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
+from gpucluster.errors import UserError
 from gpucluster.sim.fragmentation import FragModel
-from gpucluster.sim.placement import Scratch, place_share, place_whole
+from gpucluster.sim.jobs import Job
+from gpucluster.sim.openb_fill import LEVELS, POLICIES, fill
 from gpucluster.sim.state import WHOLE, ClusterState
 from gpucluster.sim.traces import read
 from gpucluster.sim.traces.openb import read_nodes
 
-LEVELS = (0.5, 0.8, 0.9, 1.0, 1.1, 1.2, 1.3)
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "traces"
 
 
-def cpu_node(scr: Scratch, frag: FragModel | None, cpu: int, mem: int) -> int | None:
-    ok = scr.usable & (scr.cpu_free >= cpu) & (scr.mem_free >= mem)
-    cand = np.flatnonzero(ok)
-    if not cand.size:
-        return None
-    if frag is not None:
-        return frag.best_node(scr, cand, 0, cpu)
-    return int(cand[np.argmin(scr.cpu_free[cand])])
-
-
-def run(policy: str, nodes, pods, model_jobs, seed: int, until: float) -> list[dict]:
-    st = ClusterState(nodes)
-    scr = Scratch(st)
-    frag_model = FragModel.from_jobs(st, model_jobs)
-    use = frag_model if policy == "fgd" else None
+def constrain(pods: list, nodes: list, share: float, seed: int = 0) -> list:
+    """A share of the GPU pods limited to one GPU model, drawn by the models' GPU counts."""
+    gpus_by_model: dict[str, int] = {}
+    for n in nodes:
+        gpus_by_model[n.gpu_type] = gpus_by_model.get(n.gpu_type, 0) + n.gpus
+    models = sorted(gpus_by_model)
+    weight = np.array([gpus_by_model[m] for m in models], dtype=float)
     rng = np.random.default_rng(seed)
-    total = st.total_gpus
-    arrived = failed = placed = 0.0
-    out, levels = [], list(LEVELS)
-    while levels:
-        p = pods[int(rng.integers(len(pods)))]
-        demand = p.gpus * (p.milli / WHOLE if p.gpus == 1 else 1.0)
-        arrived += demand
-        g = None
-        if p.gpus == 0:
-            node = cpu_node(scr, use, p.cpu_milli, p.mem_mib)
-            if node is not None:
-                scr.cpu_free[node] -= p.cpu_milli
-                scr.mem_free[node] -= p.mem_mib
-                placed += 1
-            else:
-                failed += 1
-        else:
-            if p.milli < WHOLE:
-                g = place_share(scr, p.milli, None, p.cpu_milli, p.mem_mib, policy if use else "best-fit", use)
-            else:
-                g = place_whole(scr, p.gpus, None, "fgd" if use else "pack", p.cpu_milli, p.mem_mib, use)
-            if g is None:
-                failed += 1
-            else:
-                scr.take(g, p.milli, p.cpu_milli, p.mem_mib)
-                placed += 1
-        while levels and arrived >= levels[0] * total:
-            alloc = (total * WHOLE - scr.gpu_free.sum()) / WHOLE
-            fgpus, free = frag_model.cluster(scr.gpu_free, scr.cpu_free, scr.usable)
-            out.append({"arrived": levels.pop(0), "allocation": alloc / total, "frag_of_free": fgpus / free if free else 0.0,
-                        "frag_of_total": fgpus / total, "failed_tasks": failed, "placed_tasks": placed})
+    out = []
+    for p in pods:
+        if p.gpus > 0 and p.gpu_types is None and rng.random() < share:
+            p = dataclasses.replace(p, gpu_types=(models[int(rng.choice(len(models), p=weight / weight.sum()))],))
+        out.append(p)
     return out
+
+
+def measure(label: str, nodes, pods, policies: list[str], reps: int) -> list[dict]:
+    st = ClusterState(nodes)
+    model_jobs = [Job(0, "m", "batch", p.gpus, 0.0, 1.0, milli=p.milli, cpu_milli=p.cpu_milli,
+                      types=frozenset(p.gpu_types) if p.gpu_types else None) for p in pods if p.gpus]
+    rows = []
+    for policy in policies:
+        t0 = time.process_time()
+        runs = []
+        for seed in range(reps):
+            state = ClusterState(nodes)
+            runs.append(fill(policy, state, pods, FragModel.from_jobs(state, model_jobs), seed))
+        cpu = time.process_time() - t0
+        for i, lvl in enumerate(LEVELS):
+            row = {"trace": label, "policy": policy, "arrived": lvl, "reps": reps,
+                   "nodes": len(nodes), "gpus": st.total_gpus, "pods": len(pods)}
+            for k in runs[0][i]:
+                if k != "arrived":
+                    row[k] = float(np.mean([r[i][k] for r in runs]))
+            row["cpu_s_per_draw"] = cpu / reps
+            rows.append(row)
+    return rows
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--reps", type=int, default=3)
-    ap.add_argument("--traces", default=str(Path(__file__).resolve().parents[2] / "shared" / "traces"))
+    ap.add_argument("--pods", default=str(SHARED / "openb_pod_list_default.csv"), help="openb pod list CSV")
+    ap.add_argument("--nodes", default=str(SHARED / "openb_node_list_gpu_node.csv"), help="openb node list CSV")
+    ap.add_argument("--policies", default=",".join(POLICIES), help=f"comma-separated: {', '.join(POLICIES)}")
+    ap.add_argument("--reps", type=int, default=3, help="draws per policy")
+    ap.add_argument("--gpu-spec-share", type=float, default=None,
+                    help="also run a variant where this share of the GPU pods names one GPU model")
+    ap.add_argument("--json", action="store_true", help="one JSON object per (trace, policy, level)")
     a = ap.parse_args()
-    base = Path(a.traces)
-    nodes, _ = read_nodes(str(base / "openb_node_list_gpu_node.csv"))
-    got = read("openb", str(base / "openb_pod_list_default.csv"), cpu_pods=True)
-    pods = got.jobs
-    from gpucluster.sim.jobs import Job
-    model_jobs = [Job(0, "m", "batch", p.gpus, 0.0, 1.0, milli=p.milli, cpu_milli=p.cpu_milli) for p in pods if p.gpus]
-    print(f"openb: {len(nodes):,} nodes, {sum(n.gpus for n in nodes):,} GPUs; {len(pods):,} pods "
-          f"({sum(1 for p in pods if p.gpus == 1 and p.milli < WHOLE):,} GPU-sharing, "
-          f"{sum(1 for p in pods if p.gpus == 0):,} CPU-only); {a.reps} draws with replacement per policy")
-    results = {}
-    for policy in ("best-fit", "fgd"):
-        t0 = time.perf_counter()
-        runs = [run(policy, nodes, pods, model_jobs, seed, LEVELS[-1]) for seed in range(a.reps)]
-        results[policy] = runs
-        print(f"  {policy}: {time.perf_counter() - t0:.1f} s")
-    print(f"\n{'arrived':>8} | {'allocation best-fit':>19} {'FGD':>7} | {'frag/free best-fit':>18} {'FGD':>7} | "
-          f"{'frag/total best-fit':>19} {'FGD':>7} | {'failed tasks bf':>15} {'FGD':>6}")
-    for i, lvl in enumerate(LEVELS):
-        row = {}
-        for policy, runs in results.items():
-            row[policy] = {k: float(np.mean([r[i][k] for r in runs])) for k in runs[0][i] if k != "arrived"}
-        b, f = row["best-fit"], row["fgd"]
-        print(f"{lvl:>7.0%} | {b['allocation']:>19.1%} {f['allocation']:>7.1%} | {b['frag_of_free']:>18.1%} "
-              f"{f['frag_of_free']:>7.1%} | {b['frag_of_total']:>19.1%} {f['frag_of_total']:>7.1%} | "
-              f"{b['failed_tasks']:>15,.0f} {f['failed_tasks']:>6,.0f}")
+    try:
+        policies = [p.strip() for p in a.policies.split(",") if p.strip()]
+        bad = [p for p in policies if p not in POLICIES]
+        if bad or not policies:
+            raise UserError(f"unknown policy {bad[0] if bad else ''!r} (valid: {', '.join(POLICIES)})",
+                            field="--policies")
+        if a.reps < 1:
+            raise UserError("must be at least 1", field="--reps")
+        if a.gpu_spec_share is not None and not 0 < a.gpu_spec_share <= 1:
+            raise UserError("must be in (0, 1]", field="--gpu-spec-share")
+        for flag, path in (("--pods", a.pods), ("--nodes", a.nodes)):
+            if not Path(path).is_file():
+                raise UserError(f"file not found: {path}", field=flag)
+        nodes, _ = read_nodes(a.nodes)
+        pods = read("openb", a.pods, cpu_pods=True).jobs
+        if not pods:
+            raise UserError("no usable pods", file=a.pods)
+    except UserError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    traces = [(Path(a.pods).name, pods)]
+    if a.gpu_spec_share is not None:
+        traces.append((f"{Path(a.pods).name} with gpu_spec on {a.gpu_spec_share:.0%} of GPU pods",
+                       constrain(pods, nodes, a.gpu_spec_share)))
+    for label, tr in traces:
+        typed = sum(1 for p in tr if p.gpus and p.gpu_types)
+        if not a.json:
+            print(f"{label}: {len(nodes):,} nodes, {sum(n.gpus for n in nodes):,} GPUs; {len(tr):,} pods "
+                  f"({sum(1 for p in tr if p.gpus == 1 and p.milli < WHOLE):,} GPU-sharing, "
+                  f"{sum(1 for p in tr if p.gpus == 0):,} CPU-only, {typed:,} with a gpu_spec); {a.reps} draws "
+                  "with replacement per policy", flush=True)
+        rows = measure(label, nodes, tr, policies, a.reps)
+        if a.json:
+            for r in rows:
+                print(json.dumps(r), flush=True)
+            continue
+        print(f"{'policy':>12} {'cpu s/draw':>10} | " + " ".join(f"{lvl:>6.0%}" for lvl in LEVELS)
+              + "   (allocation at each arrived level)")
+        for p in policies:
+            rs = [r for r in rows if r["policy"] == p]
+            print(f"{p:>12} {rs[0]['cpu_s_per_draw']:>10.1f} | " + " ".join(f"{r['allocation']:>6.1%}" for r in rs))
+        print(f"{'':>12} {'':>10} | fragmented / free GPUs")
+        for p in policies:
+            rs = [r for r in rows if r["policy"] == p]
+            print(f"{p:>12} {'':>10} | " + " ".join(f"{r['frag_of_free']:>6.1%}" for r in rs))
+        print(flush=True)
     return 0
 
 
