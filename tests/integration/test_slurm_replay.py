@@ -94,7 +94,7 @@ def test_partition_state_limit_and_recorded_wait_survive_the_import(history):
     # the 16-GPU job held every GPU: the jobs behind it started when it ended
     for name in ("after", "fails", "slow"):
         assert _t(rows[name]["Start"]) >= _t(rows["wide"]["End"])
-    assert rep["replay_states"] == {"completed": 2, "failed": 2}
+    assert rep["replay_states"] == {"completed": 2, "failed": 2} and rep["partitions"] == {"short": 3, "long": 1}
 
 
 def test_the_replay_prints_simulated_against_recorded_waits(history):

@@ -42,7 +42,7 @@ class Utilization(Open):
 
 class SimulationDocument(Open, Document):
     model_config = Open.model_config
-    OMIT_NONE = ("failures", "services")
+    OMIT_NONE = ("failures", "services", "recorded_waits")
 
     schema_: Literal["gpucluster-simulation/v1"] = Field(SCHEMA, alias="schema")
     scenario: str
@@ -61,6 +61,9 @@ class SimulationDocument(Open, Document):
     goodput: Num | None
     makespan_s: Num | None
     classes: dict[str, dict[str, Any]] = Field(description="job class -> counts, waits, JCT, GPU-hours")
+    recorded_waits: dict[str, Any] | None = Field(
+        None, description="a replayed Slurm history: simulated against recorded waits (p50, p90) per partition and "
+                          "over all (sim/calibration.py)")
     failures: dict[str, Any] | None = Field(None, description="with failures in the scenario")
     services: dict[str, dict[str, Any]] | None = Field(None, description="inference services, by name")
     fragmentation: dict[str, Any]
