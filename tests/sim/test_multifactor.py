@@ -3,12 +3,14 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from gpucluster.errors import UserError
 from gpucluster.sim.jobs import COMPLETED, RUNNING, Job
 from gpucluster.sim.policies import load_all
-from gpucluster.sim.policies.fairshare import FairShare, decay_factor, fairshare_factor
+from gpucluster.sim.policies.fairshare import FairShare, decay_factor, decayed_usage, fairshare_factor
 from gpucluster.sim.policies.multifactor import (
     Multifactor,
     age_factor,
@@ -58,22 +60,34 @@ def test_classic_fairshare_factor_two_to_minus_usage_over_shares():
     assert fairshare_factor(0.3, 0.0) == 0.0               # no shares: no priority from fair share
 
 
-def test_usage_decays_by_the_half_life_then_adds_the_period():
+def test_usage_decays_by_the_half_life():
     day = 86400.0
+    ln2 = math.log(2)
     assert decay_factor(2 * day, day) == 0.25 and decay_factor(5 * day, 0) == 1.0
     fs = FairShare({"a": 1}, half_life_s=day)
     job = Job(id=1, cls="c", kind="batch", gpus=4, submit=0.0, work=10 * day, account="a")
     job.state, job.run_start = RUNNING, 0.0
     fs.started(job, "a")
-    fs.update(day)                     # Slurm's decay thread: decay what was there (0), add 4 GPU x 1 day
-    assert fs.usage["a"] == pytest.approx(4 * day)
-    fs.update(2 * day)                 # half of it is left, plus one more day of 4 GPUs
-    assert fs.usage["a"] == pytest.approx(2 * day + 4 * day)
-    job.attained, job.state = 4 * 2.5 * day, COMPLETED     # it ended at 2.5 days
-    fs.update(3 * day)
-    assert fs.usage["a"] == pytest.approx(6 * day / 2 + 4 * 0.5 * day)
+    fs.update(day)                     # 4 GPUs for a day, each second decayed since: 4 x H/ln2 x (1 - 1/2)
+    assert fs.usage["a"] == pytest.approx(2 * day / ln2)
+    fs.update(2 * day)                 # the first day halves, the second adds the same again
+    assert fs.usage["a"] == pytest.approx(day / ln2 + 2 * day / ln2)
+    job.attained, job.state, job.end = 4 * 2.5 * day, COMPLETED, 2.5 * day    # it ended at 2.5 days
+    fs.update(3 * day)                 # (2, 2.5] used, seen from 3: 4 H/ln2 (2^-0.5 - 2^-1)
+    tail = 4 * day / ln2 * (2 ** -0.5 - 2 ** -1)
+    assert fs.usage["a"] == pytest.approx(3 * day / ln2 / 2 + tail)
     fs.update(4 * day)                 # nothing runs any more: decay only
-    assert fs.usage["a"] == pytest.approx((3 + 2) * day / 2)
+    assert fs.usage["a"] == pytest.approx((3 * day / ln2 / 2 + tail) / 2)
+
+
+def test_decay_is_the_limit_of_slurms_per_period_sum():
+    # Slurm: U = sum over 5-minute periods of the period's usage x D^(periods ago), D = 2^(-5 min / H)
+    h, p, gpus, n = 7 * 86400.0, 300.0, 8, 2016       # a week of 8 GPUs, in 5-minute periods
+    d = 2 ** (-p / h)
+    slurm = sum(gpus * p * d ** i for i in range(n))
+    ours = decayed_usage(gpus * p * n, gpus, n * p, n * p, h)
+    assert ours == pytest.approx(slurm, rel=p / h)
+    assert decayed_usage(100.0, 1, 50.0, 90.0, 0) == 100.0   # no decay
 
 
 def test_job_size_factor_as_slurm_averages_nodes_and_gpus():
