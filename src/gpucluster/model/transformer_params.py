@@ -26,6 +26,7 @@ bias (a buffer, not a trained weight), rotary frequencies.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 
 from gpucluster.errors import UserError
 from gpucluster.specs.workload import TransformerSpec
@@ -168,13 +169,18 @@ def stage_layer_counts(layers: int, pp: int, embedding_layer: bool = False, loss
     --account-for-loss-in-pipeline-split the embedding and the loss count as one layer each
     (Llama 3.1 405B: 126 layers + 2 = 128 on pp 8 x interleave 8): the first stage then holds
     one transformer layer fewer, the last one too."""
+    return list(_stage_layer_counts(layers, pp, embedding_layer, loss_layer))  # a copy: callers may change it
+
+
+@lru_cache(maxsize=4096)
+def _stage_layer_counts(layers: int, pp: int, embedding_layer: bool, loss_layer: bool) -> tuple[int, ...]:
     if pp > 1 and (embedding_layer or loss_layer):
         counts = stage_layer_counts(layers + int(embedding_layer) + int(loss_layer), pp)
         counts[0] -= int(embedding_layer)
         counts[-1] -= int(loss_layer)
-        return counts
+        return tuple(counts)
     counts = [layers // pp] * pp
     order = list(range(1, pp - 1)) + [pp - 1, 0] if pp > 1 else [0]
     for i in range(layers % pp):
         counts[order[i % len(order)]] += 1
-    return counts
+    return tuple(counts)

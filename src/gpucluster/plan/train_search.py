@@ -11,12 +11,14 @@ memory) unless fixed off.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
 from gpucluster.model.training.fabric import TrainingFabric
-from gpucluster.model.training.layout import Layout, problems
+from gpucluster.model.training.layout import Layout, option_problems, shape_problems
 from gpucluster.model.training.memory import MemoryTerms
 from gpucluster.model.training.step import Estimate, estimate
 from gpucluster.specs.workload import TransformerSpec
@@ -46,7 +48,13 @@ class SearchResult:
 
 
 def _divisors(n: int) -> list[int]:
-    return [d for d in range(1, n + 1) if n % d == 0]
+    return list(_divisors_of(n))
+
+
+@cache
+def _divisors_of(n: int) -> tuple[int, ...]:
+    small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
+    return tuple(sorted({*small, *(n // d for d in small)}))
 
 
 def _options(name: str, fixed: dict[str, Any], default: list) -> list:
@@ -156,6 +164,7 @@ def _try_memory_options(spec: TransformerSpec, base: Layout, fabric: TrainingFab
         zeros.append(3)
     found = False
     terms = MemoryTerms(spec, base, s)  # weights, activations: computed once for every option below
+    shape_why = shape_problems(spec, base, gpus, s)  # the options change none of these
     for offload in _options("offload_optimizer", fixed, [False, True]):
         if found:
             break  # offloading only when nothing else fits
@@ -166,7 +175,7 @@ def _try_memory_options(spec: TransformerSpec, base: Layout, fabric: TrainingFab
                     changes["overlap_dp_comm"] = zero >= 3  # the frameworks' defaults by ZeRO stage
                 lay = _with(base, changes)
                 result.considered += 1
-                why = problems(spec, lay, gpus, s)
+                why = shape_why + option_problems(lay)  # = problems(spec, lay, gpus, s)
                 if why:
                     result.rejected[why[0]] += 1
                     break

@@ -200,4 +200,9 @@ def attention_tflops(gpu_name: str) -> tuple[float, str]:
 
 
 def elementwise_time_s(gpu_name: str, bytes_moved: float) -> float:
-    return bytes_moved / (hbm_gbps(catalog.gpus.get(gpu_name)) * 1e9)
+    return bytes_moved / (_hbm_gbps_of(gpu_name) * 1e9)
+
+
+@cache
+def _hbm_gbps_of(gpu_name: str) -> float:
+    return hbm_gbps(catalog.gpus.get(gpu_name))

@@ -30,7 +30,7 @@ class TrainingFabric:
 
     @property
     def gpu(self) -> Gpu:
-        return catalog.gpus.get(self.gpu_name)
+        return _gpu(self.gpu_name)
 
     def describe(self) -> str:
         net = "no scale-out network" if self.scale_out_link is None else (
@@ -88,3 +88,9 @@ def _cached_time(fabric: TrainingFabric, op: str, size_bytes: float, size: int, 
     else:
         group = fabric.group(size, stride)
     return predict_time_s(op, size_bytes, group)
+
+
+@lru_cache(maxsize=256)
+def _gpu(name: str) -> Gpu:
+    """The catalog entry of a GPU (asked for several times per estimate in a layout search)."""
+    return catalog.gpus.get(name)

@@ -98,6 +98,13 @@ class Layout:
 
 def problems(spec: TransformerSpec, lay: Layout, gpus: int | None = None, seq_len: int | None = None) -> list[str]:
     """Why this layout cannot run (empty: it can). Memory is checked separately."""
+    return shape_problems(spec, lay, gpus, seq_len) + option_problems(lay)
+
+
+def shape_problems(spec: TransformerSpec, lay: Layout, gpus: int | None = None,
+                   seq_len: int | None = None) -> list[str]:
+    """`problems` but for the memory options (ZeRO stage, recompute): the layout search checks
+    these once per shape and `option_problems` once per option."""
     out = layout_problems(spec, lay.tp, lay.pp, lay.cp, lay.ep, seq_len)
     for name in ("dp", "interleave", "micro_batch", "global_batch"):
         if getattr(lay, name) < 1:
@@ -136,6 +143,14 @@ def problems(spec: TransformerSpec, lay: Layout, gpus: int | None = None, seq_le
         out.append(f"moe_imbalance must be between 1 and 64 (busiest expert rank / mean), got {lay.moe_imbalance}")
     if lay.sequence_parallel and lay.tp == 1:
         out.append("sequence_parallel needs tp > 1")
+    if lay.precision not in PRECISIONS:
+        out.append(f"precision must be one of {', '.join(PRECISIONS)}, got {lay.precision!r}")
+    return out
+
+
+def option_problems(lay: Layout) -> list[str]:
+    """The memory options' own problems (ZeRO stage, recompute)."""
+    out: list[str] = []
     if lay.zero not in (0, 1, 2, 3):
         out.append(f"zero must be 0, 1, 2 or 3, got {lay.zero}")
     if lay.zero == 2 and lay.pp > 1:
@@ -144,6 +159,4 @@ def problems(spec: TransformerSpec, lay: Layout, gpus: int | None = None, seq_le
                    "(DeepSpeed and Megatron allow ZeRO-1 with pp > 1; FSDP2 allows full sharding, zero=3)")
     if lay.recompute not in RECOMPUTE:
         out.append(f"recompute must be one of {', '.join(RECOMPUTE)}, got {lay.recompute!r}")
-    if lay.precision not in PRECISIONS:
-        out.append(f"precision must be one of {', '.join(PRECISIONS)}, got {lay.precision!r}")
     return out
