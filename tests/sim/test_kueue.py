@@ -126,7 +126,7 @@ def test_quota_errors_name_the_field():
     with pytest.raises(UserError, match="lending_limit 9 is above the nominal quota 8") as e:
         scenario([jobs("a", 0, 1, 8, 1)], policy="kueue", queues={"a": {"gpus": 8, "lending_limit": 9}})
     assert e.value.field == "queues.a"
-    with pytest.raises(UserError, match="give gpus .* or flavors"):
+    with pytest.raises(UserError, match=r"give gpus .* or flavors"):
         scenario([jobs("a", 0, 1, 8, 1)], policy="kueue",
                  queues={"a": {"gpus": 8, "flavors": {"H100": {"nominal_quota": 8}}}})
     loaded = scenario([jobs("a", 0, 1, 8, 1, queue="a")], policy="kueue",

@@ -9,7 +9,7 @@ from pathlib import Path
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cli"))
-from tests_cli_helpers import ROOT, assert_one_line_error, run  # noqa: E402
+from tests_cli_helpers import ROOT, assert_one_line_error, run
 
 CLUSTER = ROOT / "examples" / "h100-64-ib.yaml"     # 8 nodes x 8 H100 = 64 GPUs
 

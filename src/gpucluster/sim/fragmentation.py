@@ -99,7 +99,7 @@ class FragModel:
         out = np.zeros(len(free))
         whole = (free == WHOLE).sum(axis=1)
         partial = np.where(free < WHOLE, free, 0).sum(axis=1)
-        for c, g, m, p, tok in zip(self.cpu, self.gpus, self.milli, self.p, self.type_ok):
+        for c, g, m, p, tok in zip(self.cpu, self.gpus, self.milli, self.p, self.type_ok, strict=True):
             cpu_ok = (cpu_cap == 0) | (cpu >= c)
             if tok is not None and self.typed:
                 cpu_ok = cpu_ok & tok[ntype]      # a node of another GPU type: the task cannot run there

@@ -116,9 +116,9 @@ class Filler:
             np.minimum.at(best_share, st.gpu_node[idx], free[idx])
             cand = np.flatnonzero(best_share <= WHOLE)
         else:
-            cand = np.flatnonzero(ok & (scr.avail >= gpus)) if gpus <= int(st.node_gpus.max()) else None
-            if cand is None:   # a gang larger than any node: spread as best fit does
+            if gpus > int(st.node_gpus.max()):   # a gang larger than any node: spread as best fit does
                 return place_whole(scr, gpus, mask, "pack", cpu, mem)
+            cand = np.flatnonzero(ok & (scr.avail >= gpus))
             if not cand.size:
                 return None
         node = self._choose(cand, gpus, milli, cpu, mem)
@@ -166,7 +166,7 @@ class Filler:
 
     def _has_partial_fit(self, nodes: np.ndarray, milli: int) -> np.ndarray:
         free = self.frag.rows(self.scr.gpu_free, nodes)
-        return ((free >= milli) & (free < WHOLE)).any(axis=1)
+        return np.asarray(((free >= milli) & (free < WHOLE)).any(axis=1))
 
 
 def fill(policy: str, state: ClusterState, pods, frag: FragModel, seed: int,
