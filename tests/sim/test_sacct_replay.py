@@ -196,3 +196,47 @@ def test_a_bad_estimate_is_one_line(tmp_path):
     p = run("simulate", "run", str(scen))
     assert p.returncode == 2 and "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 1
     assert "estimate" in p.stderr and "limit, runtime" in p.stderr
+
+
+# -- a history the twin made itself ----------------------------------------------------
+
+def test_a_history_replayed_under_the_policy_that_made_it_matches_and_others_do_not(tmp_path):
+    from gpucluster.sim.run import build
+    from gpucluster.sim.traces.sacct import read_sacct, write_sacct
+
+    def account(name, per_day, mean_h):
+        return {"kind": "training", "name": name, "queue": name, "gpus": [1, 2, 4, 8, 16],
+                "arrivals": {"process": "poisson", "per_day": per_day, "count": 60},
+                "duration_hours": {"dist": "exponential", "mean": mean_h}}
+    mf = {"PriorityWeightFairshare": 10000, "PriorityWeightAge": 1000, "PriorityDecayHalfLife": "1-0"}
+    sim = build(scenario([account("a", 24, 2), account("b", 12, 4)], policy="multifactor", policy_options=mf,
+                         pools=[pool("p", "H100", 2)], seed=5))
+    for j in sim.jobs:
+        j.time_limit_s = float(int(j.work * 2 / 900 + 1) * 900)
+    sim.run()
+    path = str(tmp_path / "h.txt")
+    assert write_sacct(list(sim.by_id.values()), path) == 120
+    back = read_sacct(path)
+    assert len(back.jobs) == 120 and not back.bad and {j.account for j in back.jobs} == {"a", "b"}
+    w = [{"kind": "trace", "name": "h", "format": "sacct", "path": path}]
+    err = {}
+    for name, pol, opts in (("same", "multifactor", mf), ("backfill", "backfill", {}), ("fifo", "fifo", {})):
+        s = simulate(scenario(w, policy=pol, policy_options=opts, pools=[pool("p", "H100", 2)])).summary
+        err[name] = s["recorded_waits"]["all"]["mean_abs_error_s"]
+    assert err["same"] <= 1.0             # sacct's whole seconds, nothing else
+    assert err["backfill"] > 60 and err["fifo"] > 60
+
+
+def test_written_states_read_back():
+    from gpucluster.sim.traces.sacct import read_sacct, write_sacct
+    over = Job(id=0, cls="c", kind="batch", gpus=8, submit=0.0, work=1000.0, time_limit_s=100.0, seq=0)
+    fits = Job(id=1, cls="c", kind="batch", gpus=8, submit=0.0, work=50.0, time_limit_s=3600.0, seq=1, account="x",
+               partition="p", qos="q")
+    _direct([over, fits])
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        path = str(Path(d) / "h.txt")
+        write_sacct([over, fits], path)
+        a, b = read_sacct(path).jobs
+    assert (a.state, a.time_limit_s, a.duration, a.gpu_types) == ("TIMEOUT", 100, 100, ("H100-SXM5-80GB",))
+    assert (b.state, b.account, b.partition, b.qos, b.wait_s, b.time_limit_s) == ("COMPLETED", "x", "p", "q", 100, 3600)

@@ -266,3 +266,48 @@ def _catalog_name(gres_type: str | None) -> str | None:
         if cand in catalog.gpus:
             return catalog.gpus.canonical(cand)
     return None
+
+
+EXPORT_FIELDS = ("JobID", "Account", "Partition", "QOS", "Submit", "Eligible", "Start", "End", "Elapsed", "Timelimit",
+                 "State", "ExitCode", "AllocTRES")
+
+
+def _clock(t0: float, s: float | None) -> str:
+    if s is None:
+        return "Unknown"
+    return datetime.fromtimestamp(round(t0 + s)).isoformat()
+
+
+def _limit_text(s: float | None) -> str:
+    if s is None:
+        return "UNLIMITED"
+    s = round(s)
+    d, rest = divmod(s, 86400)
+    return (f"{d}-" if d else "") + f"{rest // 3600:02d}:{rest % 3600 // 60:02d}:{rest % 60:02d}"
+
+
+def write_sacct(jobs: list, path: str, t0: float = 1.7e9) -> int:
+    """Simulated jobs as a `sacct -P -X` export (times in whole seconds from `t0`, as sacct prints
+    them), so a simulated history can be replayed like a real one. A job killed at its time limit
+    is TIMEOUT, other failures FAILED (exit 1), a job that never started CANCELLED or PENDING.
+    Returns the rows written."""
+    from gpucluster.sim.jobs import CANCELLED, COMPLETED, FAILED, PENDING, RUNNING
+
+    rows = ["|".join(EXPORT_FIELDS)]
+    for j in sorted(jobs, key=lambda j: (j.submit, j.seq)):
+        started = j.first_start is not None
+        state = {COMPLETED: "COMPLETED", FAILED: "TIMEOUT" if j.reason.startswith("timeout") else "FAILED",
+                 CANCELLED: "CANCELLED", RUNNING: "RUNNING", PENDING: "PENDING"}[j.state]
+        end = j.end if j.state not in (RUNNING, PENDING) else None
+        if not started:
+            elapsed = 0.0
+        else:   # still running: what it ran so far (its attained GPU-seconds over its GPUs)
+            elapsed = end - j.first_start if end is not None else j.attained / max(j.gpus, 1)
+        gpu = f"gres/gpu:{j.gpu_type}={j.gpus}" if j.gpu_type else f"gres/gpu={j.gpus}"
+        rows.append("|".join([str(j.id), j.account or j.queue, j.partition, j.qos, _clock(t0, j.submit),
+                              _clock(t0, j.submit), _clock(t0, j.first_start), _clock(t0, end),
+                              _limit_text(elapsed), _limit_text(j.time_limit_s), state,
+                              "1:0" if state == "FAILED" else "0:0", gpu]))
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("\n".join(rows) + "\n")
+    return len(rows) - 1
