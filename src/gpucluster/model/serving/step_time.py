@@ -37,8 +37,6 @@ import math
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-import numpy as np
-
 from gpucluster.catalog.models import Gpu
 from gpucluster.model.serving.calibration import serving_efficiency
 from gpucluster.model.serving.kv_cache import Quant, kv_bytes_per_token, kv_heads_per_gpu
@@ -214,8 +212,10 @@ def _hop_s(rep: Replica, size_bytes: float) -> float:
     """One pipeline hop (send/recv to the next stage, tp ranks apart) on the fabric. Where the
     collective model has no finite answer for the placement, the NIC's GB/s per GPU (or the
     scale-up link's) and 10 us of latency stand in."""
-    with np.errstate(divide="ignore", invalid="ignore"):
+    try:
         t = rep.fabric.send_recv_s(size_bytes, rep.tp)
+    except ZeroDivisionError:  # a link of 0 GB/s
+        t = math.inf
     if math.isfinite(t):
         return t
     f = rep.fabric

@@ -52,6 +52,11 @@ class TrainingFabric:
         return max(inside, 1)
 
     def group(self, size: int, stride: int) -> CommGroup:
+        """The placed group of `size` GPUs `stride` ranks apart (the same object for the same
+        question: a planner asks for thousands of collectives over a handful of groups)."""
+        return _group(self, size, stride)
+
+    def _group(self, size: int, stride: int) -> CommGroup:
         gpu = self.gpu
         per = self.per_domain(size, stride)
         up = Tier(catalog.links.get(gpu.scale_up.link), gpu.scale_up.bandwidth_gbps_per_direction.value)
@@ -94,3 +99,8 @@ def _cached_time(fabric: TrainingFabric, op: str, size_bytes: float, size: int, 
 def _gpu(name: str) -> Gpu:
     """The catalog entry of a GPU (asked for several times per estimate in a layout search)."""
     return catalog.gpus.get(name)
+
+
+@lru_cache(maxsize=4096)
+def _group(fabric: TrainingFabric, size: int, stride: int) -> CommGroup:
+    return fabric._group(size, stride)
