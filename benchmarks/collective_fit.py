@@ -32,8 +32,8 @@ CURVES = [("A100-SXM4-80GB", "NVLink3", "ring"), ("H100-SXM5-80GB", "NVLink4", "
 
 def curve(gpu_name: str) -> tuple[np.ndarray, np.ndarray]:
     cases = [c for c in load_file(FILE).cases if c.kind == "collective"
-             and catalog.gpus.canonical(c.hardware["gpu"]) == gpu_name]
-    sizes = np.array([c.collective["bytes"] for c in cases], dtype=float)
+             and catalog.gpus.canonical((c.hardware or {})["gpu"]) == gpu_name]
+    sizes = np.array([(c.model_extra or {})["collective"]["bytes"] for c in cases], dtype=float)   # an extra section
     return sizes, np.array([c.measured["busbw_gbps"] for c in cases])
 
 
@@ -46,7 +46,7 @@ def busbw(gpu_name: str, algo: str, sizes: np.ndarray, half: float, k: float) ->
                                    "ramp_exponent": Sourced(value=k, source=ramp.ramp_exponent.source)})
     group = place_group(gpu, 8, 8)
     group = replace(group, scale_up=replace(group.scale_up, link=link.model_copy(update={field: ramp})))
-    return predict("all_reduce", sizes, group, algo).busbw_gbps
+    return np.asarray(predict("all_reduce", sizes, group, algo).busbw_gbps)
 
 
 def fit(gpu_name: str, algo: str, sizes: np.ndarray, measured: np.ndarray) -> tuple[float, float]:

@@ -23,6 +23,7 @@ from collections import defaultdict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from gpucluster.model.training import compute, kernels, step
 from gpucluster.specs.validation_case import Case
@@ -91,7 +92,7 @@ def speed_ratio(case: Case) -> tuple[float, float] | None:
 
 def _key(case: Case) -> tuple[str, str]:
     hw = section(Hardware, case.hardware, "hardware")
-    return fabric_for(hw).gpu_name, Training.model_validate(case.training).precision
+    return fabric_for(hw).gpu_name, Training.model_validate(getattr(case, "training", None)).precision
 
 
 def fit(cases: list[Case]) -> tuple[dict[tuple[str, str], float], float]:
@@ -137,7 +138,8 @@ def main(argv: list[str]) -> int:
     by_source: dict[str, list[Case]] = defaultdict(list)
     for c in cases:
         by_source[source_key(c)].append(c)
-    folds, pooled = {}, []
+    folds: dict[str, dict[str, Any]] = {}
+    pooled: list[float] = []
     for src, held in by_source.items():
         rest = [c for c in cases if source_key(c) != src]
         sustained, host = fit(rest)
@@ -148,7 +150,7 @@ def main(argv: list[str]) -> int:
             pooled += errs
     sustained, host = fit(cases)
     in_sample = errors(cases, sustained, host)
-    result = {"cross_validated": {"by_source": folds, "all": summary(pooled),
+    result: dict[str, Any] = {"cross_validated": {"by_source": folds, "all": summary(pooled),
                                   "median_of_sources": statistics.median(f["median_abs_error"] for f in folds.values())},
               "in_sample": {"all": summary(list(in_sample.values())), "host_us": host * 1e6,
                             "sustained": {f"{g} {p}": v for (g, p), v in sustained.items()},

@@ -86,10 +86,14 @@ def prepare_server() -> None:
         pass
 
 
+def _encoding() -> str:
+    return (sys.__stdout__.encoding if sys.__stdout__ is not None else None) or "utf-8"
+
+
 def _std_stream(fd: int, errors: str, line_buffering: bool) -> io.TextIOWrapper:
     """A text stream on `fd` as a fresh interpreter makes it for a file (buffered, strict stdout,
     backslashreplace stderr, line-buffered stderr)."""
-    return io.TextIOWrapper(open(fd, "wb", closefd=False), encoding=sys.__stdout__.encoding or "utf-8",
+    return io.TextIOWrapper(open(fd, "wb", closefd=False), encoding=_encoding(),
                             errors=errors, line_buffering=line_buffering)
 
 
@@ -118,9 +122,11 @@ def _run_in_child(argv: list[str]) -> int:
     from gpucluster.cli import app as app_module
     from gpucluster.cli.render import reset_consoles
 
-    sys.stdin = sys.__stdin__ = io.TextIOWrapper(open(0, "rb", closefd=False), encoding=sys.__stdout__.encoding or "utf-8")
-    sys.stdout = sys.__stdout__ = _std_stream(1, "strict", False)
-    sys.stderr = sys.__stderr__ = _std_stream(2, "backslashreplace", True)
+    # The child's own streams, replaced as a fresh process has them (typeshed marks __std*__ Final).
+    stdin = io.TextIOWrapper(open(0, "rb", closefd=False), encoding=_encoding())  # noqa: SIM115  (never closed: stdin)
+    sys.stdin = sys.__stdin__ = stdin  # type: ignore[misc]  # see above
+    sys.stdout = sys.__stdout__ = _std_stream(1, "strict", False)  # type: ignore[misc]  # see above
+    sys.stderr = sys.__stderr__ = _std_stream(2, "backslashreplace", True)  # type: ignore[misc]  # see above
     reset_consoles()
     sys.argv = ["gpucluster", *argv]
     code = 0
@@ -314,7 +320,7 @@ def main() -> int:
 
 
 def compare(results: list[dict]) -> None:
-    by = defaultdict(dict)
+    by: defaultdict[int, dict[str, dict]] = defaultdict(dict)
     for r in results:
         by[r["index"]][r["mode"]] = r
     differ = [i for i, m in sorted(by.items())

@@ -54,7 +54,7 @@ def fraud() -> None:
              f"{prec}", res, 50_000, 1)
     # The seed's pod: TP 8 on one 8-GPU node.
     rep = Replica(spec, fab("H100:8"), 8, 1, Quant())
-    r, p, why = max_rate(StepModel(rep), t, 512, 0.05, None)
+    r, _, why = max_rate(StepModel(rep), t, 512, 0.05, None)
     print(f"  the seed's pod (H100 TP8, bf16): {r:.0f} transactions/s within 50 ms p99 ({why}); "
           f"50,000/s needs {50_000 / r:.0f} such pods")
 

@@ -35,7 +35,7 @@ from gpucluster.specs.scenario import LoadedScenario, Scenario
 
 MF = {"PriorityWeightFairshare": 10000, "PriorityWeightAge": 1000, "PriorityDecayHalfLife": "1-0"}
 HISTORIES = {"backfill (limits)": ("backfill", {}), "multifactor fair share": ("multifactor", MF)}
-REPLAYS = {"fifo": ("fifo", {}), "backfill (limits)": ("backfill", {}),
+REPLAYS: dict[str, tuple[str, dict]] = {"fifo": ("fifo", {}), "backfill (limits)": ("backfill", {}),
            "backfill (run times)": ("backfill", {"estimate": "runtime"}), "multifactor fair share": ("multifactor", MF)}
 CLUSTER = {"name": "c32", "fabric": {"topology": "fat-tree", "switch": "QM9700"},
            "node_pools": [{"name": "h100", "count": 4, "gpu": "H100:8", "cpu_cores": 112, "ram_gib": 2048,
@@ -45,6 +45,7 @@ CLUSTER = {"name": "c32", "fabric": {"topology": "fat-tree", "switch": "QM9700"}
 def loaded(workloads: list[dict], policy: str, options: dict, seed: int) -> LoadedScenario:
     spec = parse_data(Scenario, {"name": "calibration", "cluster": CLUSTER, "policy": policy,
                                  "policy_options": options, "seed": seed, "workloads": workloads}, "<calibration>")
+    assert not isinstance(spec.cluster, str)     # given inline
     return LoadedScenario(spec, spec.cluster, Path("."), "<calibration>", {})
 
 

@@ -41,6 +41,7 @@ def scenario(jobs: int, nodes: int, days: float, policy: str) -> LoadedScenario:
         ],
     }
     spec = parse_data(Scenario, data, "<sim_speed>")
+    assert not isinstance(spec.cluster, str)     # given inline
     return LoadedScenario(spec, spec.cluster, Path.cwd(), "<sim_speed>", {})
 
 

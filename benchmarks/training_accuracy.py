@@ -15,6 +15,7 @@ import statistics
 import sys
 from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 from gpucluster.validate.runner import load_file, run_file
 
@@ -34,7 +35,7 @@ def main(argv: list[str]) -> int:
         err = f"{100 * r.error:+7.1f}%" if r.error is not None else f"  {r.reason}"
         print(f"{r.id:32} {r.metric:22} {r.measured:10.2f} {pred} {err}")
     # One error per case (its first metric), so that a case with two metrics does not count twice.
-    first = {}
+    first: dict[str, Any] = {}
     for r in rows:
         first.setdefault(r.id, r)
     errs = [abs(r.error) for r in first.values() if r.error is not None]
@@ -51,8 +52,10 @@ def main(argv: list[str]) -> int:
         for case in load_file(path).cases:
             if case.kind != "training" or case.id not in first:
                 continue
-            key = (json.dumps(case.model, sort_keys=True), case.hardware["gpus"], case.hardware["gpu"],
-                   case.training.get("global_batch") if isinstance(case.training, dict) else None)
+            # model and training are the case's extra sections (Case allows them by kind).
+            model, training, hw = getattr(case, "model", None), getattr(case, "training", None), case.hardware or {}
+            key = (json.dumps(model, sort_keys=True), hw["gpus"], hw["gpu"],
+                   training.get("global_batch") if isinstance(training, dict) else None)
             groups[key].append(first[case.id])
     agree = total = 0
     for members in groups.values():

@@ -39,6 +39,9 @@ def main() -> int:
     dt = time.perf_counter() - t
     print(f"full search, Llama-3.1-405B on 16,384 H100, global batch 2048: {dt:.2f} s (target <= 1 s); "
           f"{res.considered} layouts considered, {res.estimated} fit and were estimated")
+    if res.best is None:
+        print("FAIL: no layout fits")
+        return 1
     print(f"  best: {res.best.layout.short()}  step {res.best.step_s:.2f} s, MFU {100 * res.best.mfu:.1f}%")
     ok = med <= 0.5 and dt <= 1.0
     print("PASS" if ok else "FAIL")
