@@ -11,21 +11,23 @@ import numpy as np
 
 from gpucluster.errors import UserError
 from gpucluster.specs.scenario import Dist
+from gpucluster.specs.workload import filled
 
 
 def sample(d: Dist, n: int, rng: np.random.Generator, base: Path | None = None, where: dict | None = None) -> np.ndarray:
     if n <= 0:
         return np.zeros(0)
+    # Each kind's parameters are set: the Dist validator refuses a spec without them.
     if d.dist == "fixed":
-        x = np.full(n, float(d.value))
+        x = np.full(n, float(filled(d.value)))
     elif d.dist == "uniform":
-        x = rng.uniform(d.low, d.high, n)
+        x = rng.uniform(filled(d.low), filled(d.high), n)
     elif d.dist == "exponential":
-        x = rng.exponential(d.mean, n)
+        x = rng.exponential(filled(d.mean), n)
     elif d.dist == "lognormal":
-        x = d.median * np.exp(d.sigma * rng.standard_normal(n))
+        x = filled(d.median) * np.exp(filled(d.sigma) * rng.standard_normal(n))
     elif d.dist == "weibull":
-        x = d.scale * rng.weibull(d.shape, n)
+        x = filled(d.scale) * rng.weibull(filled(d.shape), n)
     elif d.dist == "choice":
         p = None
         if d.weights is not None:
@@ -33,7 +35,7 @@ def sample(d: Dist, n: int, rng: np.random.Generator, base: Path | None = None, 
             p = w / w.sum()
         x = rng.choice(np.asarray(d.values, dtype=float), size=n, p=p)
     else:  # empirical
-        path = Path(d.file).expanduser()
+        path = Path(filled(d.file)).expanduser()
         if not path.is_absolute() and base is not None:
             path = base / path
         values = empirical(str(path), d.column, where or {})

@@ -58,7 +58,7 @@ def planner_works(ctx: Context, w: Any, types: list[str], sizes: list[int],
     seq = spec.seq_len
     gbs = w.global_batch or max(1, round(BATCH_TOKENS / seq))
     steps = tokens / (gbs * seq)
-    pool_of = {}
+    pool_of: dict[str, str] = {}
     for p in cluster.node_pools:
         pool_of.setdefault(p.gpu, p.name)
     reference = w.reference_gpu or types[0]

@@ -89,6 +89,20 @@ class Job:
         """GPUs held, counting a shared GPU as its fraction."""
         return self.gpus * self.milli / 1000
 
+    # A running job's placement, typed as set: alloc and gpu_type are None while the job waits,
+    # so reading them for a job that is not placed is a bug, and says so.
+    @property
+    def placed_alloc(self) -> np.ndarray:
+        if self.alloc is None:
+            raise RuntimeError(f"job {self.id} is not placed (state {self.state})")
+        return self.alloc
+
+    @property
+    def placed_type(self) -> str:
+        if self.gpu_type is None:
+            raise RuntimeError(f"job {self.id} is not placed (state {self.state})")
+        return self.gpu_type
+
     def speed_on(self, gpu_type: str) -> float:
         return self.speeds.get(gpu_type, 0.0) if self.speeds else 1.0
 

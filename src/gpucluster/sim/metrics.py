@@ -136,8 +136,8 @@ def job_classes(jobs: list[Job]) -> dict[str, dict[str, Any]]:
             "completed": sum(j.state == COMPLETED for j in js), "failed": sum(j.state == FAILED for j in js),
             "cancelled": sum(j.state == CANCELLED for j in js), "running": sum(j.state == RUNNING for j in js),
             "pending": sum(j.state == PENDING for j in js),
-            "wait_s": stats([j.first_start - j.submit for j in started]),
-            "jct_s": stats([j.end - j.submit for j in done]),
+            "wait_s": stats([j.first_start - j.submit for j in started if j.first_start is not None]),
+            "jct_s": stats([j.end - j.submit for j in done if j.end is not None]),   # completed: all ended
             "gpu_hours": sum(_alloc_s(j) for j in js) / 3600,
             "restarts": sum(j.restarts for j in js), "preemptions": sum(j.preemptions for j in js),
         }

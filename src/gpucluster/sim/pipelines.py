@@ -17,6 +17,7 @@ from gpucluster.errors import UserError
 from gpucluster.sim.distributions import sample
 from gpucluster.sim.jobs import Job
 from gpucluster.sim.workload import Context, allowed_types, arrival_times, generators
+from gpucluster.specs.workload import filled
 
 
 def water_fill(demands: list[float], capacity: float) -> list[float]:
@@ -38,9 +39,9 @@ class Pipelines:
         self.groups: dict[tuple, set[int]] = {}
 
     def _group(self, job: Job) -> tuple:
-        tier = self.tiers[job.tier]
+        tier = self.tiers[filled(job.tier)]      # a pipeline job names its tier
         if tier.kind == "local-nvme":
-            return (job.tier, int(self.sim.state.gpu_node[job.alloc[0]]))
+            return (job.tier, int(self.sim.state.gpu_node[job.placed_alloc[0]]))
         return (job.tier, -1)
 
     def progress(self, job: Job) -> None:
@@ -71,7 +72,7 @@ class Pipelines:
         jobs = [j for j in jobs if j.state == RUNNING]
         cap = self.tiers[key[0]].read_gbps * 1e9
         rates = water_fill([j.gpus * j.rate_per_gpu for j in jobs], cap)
-        for job, rate in zip(jobs, rates):
+        for job, rate in zip(jobs, rates, strict=True):
             self.progress(job)
             job.run_speed = rate
             end = now + (job.work - job.done) / rate if rate > 0 else float("inf")
@@ -92,7 +93,7 @@ def pipeline(ctx: Context, w: Any, loc: tuple) -> None:
     times = arrival_times(w.arrivals, ctx.horizon_s, rng, where)
     gpus = sample(w.gpus, len(times), rng, ctx.loaded.base, where)
     data = sample(w.data_tb, len(times), rng, ctx.loaded.base, where)
-    for t, g, d in zip(times.tolist(), gpus.tolist(), data.tolist()):
+    for t, g, d in zip(times.tolist(), gpus.tolist(), data.tolist(), strict=True):
         n = max(1, round(g))
         ctx.new_job(cls=w.name, util=w.gpu_util, kind="pipeline", gpus=n, submit=t, work=d * 1e12, data=d * 1e12, tier=w.tier,
                     rate_per_gpu=w.gbps_per_gpu * 1e9, types=frozenset(types) if w.gpu_types else None,

@@ -14,6 +14,7 @@ from gpucluster.sim.jobs import Job
 from gpucluster.sim.kernel import Kernel
 from gpucluster.sim.state import ClusterState, NodeInfo
 from gpucluster.specs.scenario import LoadedScenario
+from gpucluster.specs.workload import filled
 
 SCHEMA = "gpucluster-simulation/v1"
 
@@ -31,7 +32,7 @@ def nodes_from_spec(loaded: LoadedScenario) -> tuple[list[NodeInfo], list[dict]]
                 i += 1
     else:
         from gpucluster.sim.traces.openb import read_nodes
-        path = loaded.path(spec.nodes_csv)
+        path = loaded.path(filled(spec.nodes_csv))   # the scenario has a cluster or a node list
         if not path.is_file():
             raise UserError(f"node list not found: {path}", **loaded.where("nodes_csv"))
         nodes, read = read_nodes(str(path))
@@ -85,7 +86,8 @@ def build(loaded: LoadedScenario, policy: str | None = None, seed: int | None = 
         sim.autoscaler.begin()
     if any(j.kind == "pipeline" for j in ctx.jobs):
         from gpucluster.sim.pipelines import Pipelines
-        sim.pipelines = Pipelines(sim, {t.name: t for t in loaded.cluster.storage})
+        tiers = loaded.cluster.storage if loaded.cluster is not None else []   # a node list has no storage
+        sim.pipelines = Pipelines(sim, {t.name: t for t in tiers})
     if spec.failures is not None:
         sim.failures = FailureProcess(sim, spec.failures, kernel.stream("failures"), loaded.base)
         sim.failures.begin()

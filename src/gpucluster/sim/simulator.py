@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -35,6 +35,13 @@ from gpucluster.sim.policies.base import Policy, Preempt, Reject, Start, View
 from gpucluster.sim.queue import JobQueue
 from gpucluster.sim.running import RunningTable
 from gpucluster.sim.state import ClusterState
+
+if TYPE_CHECKING:
+    from gpucluster.sim.burst import Burst
+    from gpucluster.sim.failures import FailureProcess
+    from gpucluster.sim.metrics import Recorder
+    from gpucluster.sim.pipelines import Pipelines
+    from gpucluster.sim.services import Autoscaler
 
 P_END, P_FAIL, P_REPAIR, P_ARRIVE, P_SCALE, P_BURST, P_PASS, P_SAMPLE = range(8)
 
@@ -71,16 +78,18 @@ class Simulation:
         self.frag = None
         self.type_masks: dict = {}
         self.services: list = []
-        self.autoscaler = None
+        self.autoscaler: Autoscaler | None = None
         self.notes: list[str] = []
         self.trace_reports: list[dict] = []
-        self.pipelines = None
-        self.failures = None
-        self.burst = None
+        self.pipelines: Pipelines | None = None
+        self.failures: FailureProcess | None = None
+        self.burst: Burst | None = None
         self.partial = False
         self.end_time = 0.0
         self.rejected: list[Job] = []
-        self.recorder = None
+        self.recorder: Recorder | None = None
+        self.prices: dict[str, float] = {}              # USD per GPU-hour by type (set by run.build)
+        self.warnings: list[dict[str, Any]] = []        # jobs that can never run (set by run.build)
         self._finished_cleanly = False
 
     # -- arrivals -----------------------------------------------------------------
@@ -181,8 +190,9 @@ class Simulation:
 
     def _on_tick(self, _: Any) -> None:
         self.request_pass(full=True)
-        if not self._done():
-            self.kernel.after(self.policy.tick_s, P_PASS - 1, self._on_tick)
+        tick = self.policy.tick_s     # set: a tick is only scheduled for a policy that has one
+        if tick and not self._done():
+            self.kernel.after(tick, P_PASS - 1, self._on_tick)
 
     # -- running jobs -------------------------------------------------------------
     def start(self, job: Job, gpus: np.ndarray) -> None:
@@ -286,7 +296,7 @@ class Simulation:
     def _stop(self, job: Job, state: str, why: str, on_schedule: bool = False) -> None:
         st, now = self.state, self.kernel.now
         st.advance(now)
-        st.release(job.id, job.alloc, job.milli, job.cpu_milli, job.mem_mib)
+        st.release(job.id, job.placed_alloc, job.milli, job.cpu_milli, job.mem_mib)
         del self.running[job.id]
         self.busy_rate -= job.gpu_share * job.util
         self.queue_usage[job.queue] -= job.gpu_share
@@ -348,7 +358,7 @@ class Simulation:
         job.expected_end = end
         job.token = self.kernel.at(end, P_END, self._on_end, job) if end < INF else None
         self.table.remove(job.id)
-        self.table.add(job.id, end, job.gpu_share, int(self.state.type_index[job.gpu_type]))
+        self.table.add(job.id, end, job.gpu_share, int(self.state.type_index[job.placed_type]))
         self.epoch += 1
 
     # -- the run --------------------------------------------------------------------

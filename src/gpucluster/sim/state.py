@@ -209,7 +209,7 @@ class ClusterState:
     # -- queries --------------------------------------------------------------------
     def check(self) -> None:
         """Internal consistency (used by tests): counters match the arrays."""
-        whole = np.add.reduceat(self.gpu_free == WHOLE, self.first_gpu) if self.total_gpus else []
+        whole = np.add.reduceat(self.gpu_free == WHOLE, self.first_gpu) if self.total_gpus else np.zeros(0)
         assert np.array_equal(whole, self.node_whole), "node_whole out of step"
         assert np.all(self.gpu_free >= 0) and np.all(self.gpu_free <= WHOLE)
         live = self.node_on & self.node_up

@@ -6,13 +6,13 @@ from typing import Any
 
 from gpucluster.sim.jobs import CANCELLED, COMPLETED, FAILED, PENDING, RUNNING
 from gpucluster.sim.metrics import gpu_time, job_classes
+from gpucluster.specs.cluster import ClusterSpec
 from gpucluster.specs.scenario import LoadedScenario
 
 H = 3600.0
 
 
-def _price(loaded: LoadedScenario, pool: Any) -> tuple[float | None, str]:
-    cluster = loaded.cluster
+def _price(cluster: ClusterSpec, pool: Any) -> tuple[float | None, str]:
     own = cluster.pool_prices(pool.name).usd_per_gpu_hour
     if own is not None:
         return own, "cluster spec prices.usd_per_gpu_hour"
@@ -26,10 +26,10 @@ def _price(loaded: LoadedScenario, pool: Any) -> tuple[float | None, str]:
 def _cost(sim: Any, loaded: LoadedScenario, hours: float, useful_h: float, work_h: float) -> dict[str, Any]:
     out: dict[str, Any] = {"on_prem_usd": None, "cloud_usd": 0.0, "sources": []}
     if loaded.cluster is not None:
-        total = 0.0
+        total: float | None = 0.0
         for p in loaded.cluster.node_pools:
-            price, src = _price(loaded, p)
-            if price is None:
+            price, src = _price(loaded.cluster, p)
+            if price is None or total is None:
                 total = None
                 break
             total += price * p.total_gpus * hours
@@ -38,7 +38,7 @@ def _cost(sim: Any, loaded: LoadedScenario, hours: float, useful_h: float, work_
     b = sim.burst
     if b is not None:
         from gpucluster.catalog import catalog
-        price = loaded.spec.cloud_burst.usd_per_gpu_hour
+        price = b.spec.usd_per_gpu_hour     # the scenario's cloud_burst section
         src = "scenario cloud_burst.usd_per_gpu_hour"
         if price is None:
             rp = catalog.gpus.get(b.spec.gpu).prices.rental_usd_per_gpu_hour
@@ -115,7 +115,7 @@ def summarize(sim: Any, loaded: LoadedScenario, wall_s: float) -> dict[str, Any]
                            "by_component": dict(sorted(by.items(), key=lambda kv: -kv[1])),
                            "per_gpu_hour": f.per_gpu_hour, "source": f.source,
                            "repair_hours_default": f.rates.repair_hours, "repair_source": f.rates.repair_source,
-                           "distribution": loaded.spec.failures.distribution,
+                           "distribution": f.spec.distribution,
                            "cluster_mtbf_hours": (end / H / n) if n else None,
                            "expected_cluster_mtbf_hours": 1 / f.expected_rate_per_hour(),
                            "jobs_interrupted": sum(r.jobs_killed for r in f.records),
@@ -142,7 +142,7 @@ def _frag(sim: Any) -> dict[str, Any]:
     if r is None or not r.frag:
         return {"mean_gpus": None}
     cap = sim.state.capacity or 1
-    waiting = [f for f, w in zip(r.frag, r.frag_waiting) if w]
+    waiting = [f for f, w in zip(r.frag, r.frag_waiting, strict=True) if w]
     return {"mean_gpus": sum(r.frag) / len(r.frag), "mean_ratio": sum(r.frag) / len(r.frag) / cap,
             "mean_ratio_while_waiting": (sum(waiting) / len(waiting) / cap) if waiting else None,
             "samples": len(r.frag)}

@@ -48,7 +48,7 @@ def trace(ctx: Context, w: Any, loc: tuple) -> None:
     from gpucluster.sim.throughputs import cluster_speeds
     speeds_of = cluster_speeds(jobs, ctx.cluster_types, ctx.notes, w.name)   # gavel: steps/s per type
     dropped = 0
-    for j, t, g in zip(jobs, submits.tolist(), gpus):
+    for j, t, g in zip(jobs, submits.tolist(), gpus, strict=True):
         types = default_types
         if types is None and j.gpu_types:
             types = [x for x in j.gpu_types if x in known] or None

@@ -20,7 +20,9 @@ from gpucluster.errors import UserError
 from gpucluster.registry import Registry
 from gpucluster.sim.distributions import sample
 from gpucluster.sim.jobs import INF, Job
+from gpucluster.catalog.models import Precision
 from gpucluster.specs.scenario import Arrivals, LoadedScenario
+from gpucluster.specs.workload import filled
 
 MAX_JOBS = 5_000_000
 # Llama 2 and Llama 3 trained with about 4M tokens per optimizer step (as plan train's default).
@@ -68,10 +70,10 @@ def arrival_times(arr: Arrivals, horizon_s: float | None, rng: np.random.Generat
     start = arr.start_hours * 3600.0
     end = min(arr.end_hours * 3600.0 if arr.end_hours else INF, horizon_s if horizon_s else INF)
     if arr.process == "once":
-        return np.full(arr.count, start) if start <= end else np.zeros(0)
+        return np.full(filled(arr.count), start) if start <= end else np.zeros(0)   # once: count is set
     if end == INF and arr.count is None:
         raise UserError("arrivals never stop: give count or end_hours here, or the scenario's horizon_days", **where)
-    rate = arr.per_day / 86400.0
+    rate = filled(arr.per_day) / 86400.0          # poisson and fixed: per_day is set
     cap = arr.count if arr.count is not None else MAX_JOBS + 1
     if arr.process == "fixed":
         n = cap if end == INF else min(cap, math.floor((end - start) * rate + 1e-9) + 1)
@@ -114,7 +116,7 @@ def peak_speeds(types: list[str], reference: str) -> dict[str, float] | None:
     from gpucluster.catalog import catalog
 
     known = [catalog.gpus.get(t).peak_tflops for t in {*types, reference} if t in catalog.gpus]
-    prec = next((p for p in ("bf16", "fp16", "fp32") if all(p in pk for pk in known)), "fp32")
+    prec: Precision = next((p for p in ("bf16", "fp16", "fp32") if all(p in pk for pk in known)), "fp32")
 
     def peak(t: str) -> float:
         if t not in catalog.gpus:
@@ -161,7 +163,7 @@ def batch(ctx: Context, w: Any, loc: tuple) -> None:
     types = allowed_types(ctx, w, where)
     speeds = peak_speeds(types, types[0])
     k = 0
-    for t, c in zip(times.tolist(), counts.tolist()):
+    for t, c in zip(times.tolist(), counts.tolist(), strict=True):
         for _ in range(c):
             ctx.new_job(cls=w.name, util=w.gpu_util, kind="batch", gpus=w.gpus_per_task, submit=t, work=float(hours[k]) * 3600.0,
                         types=frozenset(types) if w.gpu_types else None, speeds=speeds, queue=w.queue,

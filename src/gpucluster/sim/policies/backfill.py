@@ -135,7 +135,7 @@ class EasyBackfill(Policy):
         if not self._limits:
             return view.running_table.releases(tidx)
         st = view.state
-        jobs = [j for j in view.running.values() if tidx is None or st.type_index[j.gpu_type] == tidx]
+        jobs = [j for j in view.running.values() if tidx is None or st.type_index[j.placed_type] == tidx]
         ends = np.array([self.planned_end(j) for j in jobs], dtype=float)
         order = np.argsort(ends, kind="stable")
         return ends[order], np.cumsum(np.array([j.gpu_share for j in jobs], dtype=float)[order])
@@ -145,7 +145,7 @@ class EasyBackfill(Policy):
         if c is not None and c[0] == head.id and c[1] == self._epoch(view) and not started:
             return c[2], c[3], c[4]
         st = view.state
-        best = (INF, 0.0, None)
+        best: tuple[float, float, str | None] = (INF, 0.0, None)
         need = head.gpu_share
         for t in view.types_for(head):
             tidx = None if t is None else st.type_index[t]

@@ -14,13 +14,16 @@ keeps the queue sorted by it, so a pass reads it in order without sorting).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
 from gpucluster.sim.jobs import Job
 from gpucluster.sim.placement import Scratch, place_share, place_whole
 from gpucluster.sim.state import WHOLE, ClusterState
+
+if TYPE_CHECKING:
+    from gpucluster.sim.queue import JobQueue
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,7 +51,7 @@ Decision = Start | Preempt | Reject
 class View:
     now: float
     state: ClusterState
-    queue: list[Job]                 # waiting jobs in the policy's order
+    queue: JobQueue | list[Job]      # waiting jobs in the policy's order
     running: dict[int, Job]
     full: bool                       # something was freed (or a tick) since the last pass: look at every job
     new: set[int]                    # ids of jobs queued since the last pass
@@ -73,7 +76,7 @@ class View:
         if len(types) == 1:
             ok = (job.types is None or types[0] in job.types) and (not job.speeds or job.speed_on(types[0]) > 0)
             return [None] if ok else []
-        out = []
+        out: list[str | None] = []
         for pool_type in self.state.pool_types:
             if (job.types is None or pool_type in job.types) and (not job.speeds or job.speed_on(pool_type) > 0):
                 out.append(pool_type)

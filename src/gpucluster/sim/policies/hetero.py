@@ -31,4 +31,5 @@ class HeterogeneityAware(EasyBackfill):
         types = view.types_for(job)
         if len(types) <= 1 or types[0] is None:
             return types
-        return sorted(types, key=lambda t: -job.speed_on(t) / self.prices.get(t, 1.0))
+        named = [t for t in types if t is not None]     # more than one type: all named
+        return [*sorted(named, key=lambda t: -job.speed_on(t) / self.prices.get(t, 1.0))]

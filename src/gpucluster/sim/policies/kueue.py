@@ -72,13 +72,20 @@ class KueueLike(Policy):
         sim.hooks_stop.append(self._stopped)
         self.hooked = True
 
+    @property
+    def _quotas(self) -> Quotas:
+        """The quotas: made by prepare() (or the first schedule) before any job starts."""
+        if self.quotas is None:
+            raise RuntimeError("the kueue policy schedules before prepare()")
+        return self.quotas
+
     def _flavor(self, job: Job) -> str:
         self._q(job.queue)
-        return self.quotas.flavor_of(job.queue, job.gpu_type)
+        return self._quotas.flavor_of(job.queue, job.placed_type)   # started or stopping: placed
 
     def _q(self, queue: str) -> str:
-        if queue not in self.quotas.flavors:
-            self.quotas.add_queue(queue)
+        if queue not in self._quotas.flavors:
+            self._quotas.add_queue(queue)
         return queue
 
     def _started(self, job: Job) -> None:
@@ -104,15 +111,15 @@ class KueueLike(Policy):
 
     # -- quota ----------------------------------------------------------------------------
     def _available(self, q: str, f: str, usage: dict) -> float:
-        return INF if self.unlimited else self.quotas.available(q, f, usage)
+        return INF if self.unlimited else self._quotas.available(q, f, usage)
 
     def _borrows(self, q: str, f: str, usage: dict, extra: float = 0.0) -> bool:
-        return not self.unlimited and self.quotas.borrowing(q, f, usage, extra)
+        return not self.unlimited and self._quotas.borrowing(q, f, usage, extra)
 
     def _flavors_for(self, view: View, job: Job) -> list[str]:
         """The queue's flavors the job may run on, in the queue's order."""
         out = []
-        for f in self.quotas.flavors[job.queue]:
+        for f in self._quotas.flavors[job.queue]:
             if f == ANY:
                 if view.types_for(job):
                     out.append(f)
@@ -128,7 +135,7 @@ class KueueLike(Policy):
             if r <= self._available(job.queue, f, usage) + EPS:
                 borrows = self._borrows(job.queue, f, usage, r)
                 if self.fair:
-                    share = self.quotas.share(job.queue, usage, f, r)
+                    share = self._quotas.share(job.queue, usage, f, r)
                 break
         return (borrows, share, -job.priority, job.submit, job.seq)
 
@@ -192,13 +199,14 @@ class KueueLike(Policy):
             return
         ptr = dict.fromkeys(lists, 0)
         while True:
-            best, best_key = None, None
+            best: str | None = None
+            best_key: tuple | None = None
             for q, lst in lists.items():
                 if ptr[q] >= len(lst):
                     continue
                 j = lst[ptr[q]]
                 key = self._key(j, flavors_of(j), usage)
-                if best is None or key < best_key:
+                if best_key is None or key < best_key:
                     best, best_key = q, key
             if best is None:
                 return
@@ -209,10 +217,10 @@ class KueueLike(Policy):
                failed: dict) -> tuple[bool, list[Decision], Scratch]:
         q, r = job.queue, job.gpu_share
         if not flv:
-            have = ", ".join(self.quotas.flavors[q])
+            have = ", ".join(self._quotas.flavors[q])
             return False, [Reject(job, f"no flavor of queue {q!r} ({have}) is a GPU type it can run on")], scr
         if not self.unlimited:
-            ceiling = max(self.quotas.ceiling(q, f) for f in flv)
+            ceiling = max(self._quotas.ceiling(q, f) for f in flv)
             if r > ceiling + EPS:   # Kueue calls it inadmissible
                 return False, [Reject(job, f"asks for {job.gpus} GPUs, more than queue {q!r} can ever get "
                                            f"(its quota plus what it may borrow: {ceiling:g})")], scr
@@ -246,7 +254,7 @@ class KueueLike(Policy):
 
     # -- preemption -------------------------------------------------------------------------
     def _preempt(self, view: View, job: Job, f: str, usage: dict, scr: Scratch, gone: set[int]):
-        Q, q, r = self.quotas, job.queue, job.gpu_share
+        Q, q, r = self._quotas, job.queue, job.gpu_share
         spec = self.queues.get(q)
         pol = spec.preemption if spec is not None else NO_PREEMPTION_SPEC
         low = min(self.prio) if self.prio else INF
@@ -262,7 +270,7 @@ class KueueLike(Policy):
             if v.id in gone or v.kind == "pipeline":
                 continue
             self._q(v.queue)
-            if Q.cohort[v.queue] != Q.cohort[q] or Q.flavor_of(v.queue, v.gpu_type) != f:
+            if Q.cohort[v.queue] != Q.cohort[q] or Q.flavor_of(v.queue, v.placed_type) != f:
                 continue
             if v.queue == q:
                 w = pol.within_cluster_queue
@@ -286,21 +294,21 @@ class KueueLike(Policy):
                 continue   # that queue is back within its quota
             chosen.append(v)
             u[(v.queue, f)] -= v.gpu_share
-            trial.give(v.alloc, v.milli, v.cpu_milli, v.mem_mib)
+            trial.give(v.placed_alloc, v.milli, v.cpu_milli, v.mem_mib)
             if not self._fits(job, f, u, chosen):
                 continue
             g = self.place(view, trial, job, gpu_type=gpu_type)
             if g is None:
                 continue
             for w in reversed(chosen[:-1]):   # Kueue's minimal set: keep victims not needed after all
-                trial.take(w.alloc, w.milli, w.cpu_milli, w.mem_mib)
+                trial.take(w.placed_alloc, w.milli, w.cpu_milli, w.mem_mib)
                 u[(w.queue, f)] += w.gpu_share
                 rest = [x for x in chosen if x is not w]
                 g2 = self.place(view, trial, job, gpu_type=gpu_type) if self._fits(job, f, u, rest) else None
                 if g2 is not None:
                     chosen, g = rest, g2
                 else:
-                    trial.give(w.alloc, w.milli, w.cpu_milli, w.mem_mib)
+                    trial.give(w.placed_alloc, w.milli, w.cpu_milli, w.mem_mib)
                     u[(w.queue, f)] -= w.gpu_share
             return chosen, g, trial, u
         return None

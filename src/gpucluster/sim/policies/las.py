@@ -22,6 +22,7 @@ from gpucluster.sim.policies.base import Decision, Policy, Preempt, Start, View
 @policies.register("las", "tiresias", "least-attained-service")
 class LeastAttainedService(Policy):
     name = "las"
+    tick_s: float                     # always set (default 300 s): the preemption rounds
     summary = "least attained service (Tiresias 2D-LAS): levels by GPU-hours received, preemptive"
     options_doc: ClassVar[dict[str, str]] = {
         "thresholds_gpu_hours": "level boundaries (default [1, 16])",
@@ -71,9 +72,9 @@ class LeastAttainedService(Policy):
                 if trial is None:
                     trial = _clone(scr)
                     for c in chosen:
-                        trial.give(c.alloc, c.milli, c.cpu_milli, c.mem_mib)
+                        trial.give(c.placed_alloc, c.milli, c.cpu_milli, c.mem_mib)
                 else:
-                    trial.give(v.alloc, v.milli, v.cpu_milli, v.mem_mib)
+                    trial.give(v.placed_alloc, v.milli, v.cpu_milli, v.mem_mib)
                 g = self.place(view, trial, job)
                 if g is not None:
                     trial.take(g, job.milli, job.cpu_milli, job.mem_mib)

@@ -73,7 +73,7 @@ def run_rounds(arrival_s: np.ndarray, scale: np.ndarray, steps: np.ndarray, thro
     service = np.zeros(N)
     prev = np.full(N, -1, dtype=np.int64)
     # a job no type can ever hold never runs (Gavel would wait forever): leave it out
-    runnable = ((T > 0) & (sc[:, None] <= cap[None, :])).any(axis=1)
+    runnable = np.asarray(((T > 0) & (sc[:, None] <= cap[None, :])).any(axis=1))
     active: list[int] = []
     nxt, t, since = 0, 0.0, 0.0
     busy, rounds, solves, switches = 0.0, 0, 0, 0
@@ -133,7 +133,7 @@ def run_rounds(arrival_s: np.ndarray, scale: np.ndarray, steps: np.ndarray, thro
             continue
         n = int(np.min(np.floor(rem[idx] / (rate * round_s) - 1e-9)))
         if nxt < N:
-            n = min(n, int(math.ceil(arr[order[nxt]] / round_s - 1e-9)) - int(round(t / round_s)))
+            n = min(n, math.ceil(arr[order[nxt]] / round_s - 1e-9) - round(t / round_s))
         if n >= 1:
             d = n * round_s
             rem[idx] -= rate * d

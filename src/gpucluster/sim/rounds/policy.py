@@ -106,11 +106,11 @@ class RoundPolicy(Policy):
     def _decisions(self, view: View, jobs: list[Job], types: list[str], asg: np.ndarray) -> list[Decision]:
         scr = Scratch(view.state)
         out: list[Decision] = []
-        for j, k in zip(jobs, asg.tolist()):
+        for j, k in zip(jobs, asg.tolist(), strict=True):
             if j.id in view.running and (k < 0 or types[k] != j.gpu_type):
                 out.append(Preempt(j, save=True))
-                scr.give(j.alloc, j.milli, j.cpu_milli, j.mem_mib)
-        for j, k in zip(jobs, asg.tolist()):
+                scr.give(j.placed_alloc, j.milli, j.cpu_milli, j.mem_mib)    # a running job
+        for j, k in zip(jobs, asg.tolist(), strict=True):
             if k < 0 or (j.id in view.running and types[k] == j.gpu_type):
                 continue
             g = self.place(view, scr, j, gpu_type=types[k] if len(types) > 1 else None)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import csv
 import math
+from typing import TextIO
 
 from gpucluster.errors import UserError
 from gpucluster.sim.state import NodeInfo
@@ -40,7 +41,7 @@ def _rows(reader: csv.DictReader, path: str):
         raise UserError(f"not a readable CSV: {exc}", file=path, line=reader.line_num) from None
 
 
-def _open(path: str, columns: tuple[str, ...]) -> tuple[csv.DictReader, object]:
+def _open(path: str, columns: tuple[str, ...]) -> tuple[csv.DictReader, TextIO]:
     f = open(path, newline="", encoding="utf-8", errors="replace")  # noqa: SIM115  (closed by the caller)
     reader = csv.DictReader(f)
     try:
@@ -84,7 +85,7 @@ def read_pods(path: str, limit: int | None = None, cpu_pods: bool = False) -> Tr
                     out.skipped["without GPUs"] += 1
                     continue
                 milli = 0
-            elif n == 1 and not 0 < milli <= 1000 or n > 1 and milli not in (0, 1000):
+            elif (n == 1 and not 0 < milli <= 1000) or (n > 1 and milli not in (0, 1000)):
                 out.bad_row(line, "gpu_milli outside 1..1000")
                 continue
             spec = (row.get("gpu_spec") or "").strip()
