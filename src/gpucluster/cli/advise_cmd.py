@@ -144,7 +144,8 @@ def _render(spec, rungs, answer, bor, deadline_s, serving) -> None:
                   f"${num(b.capex_usd, 0)} up front + ${num(b.opex_usd_per_month, 0)} a month and pays back after "
                   + ("never (renting costs less than operating)" if b.break_even_months == float("inf") else
                      f"{b.break_even_months:.1f} months") + f" at {b.utilization:.0%} utilization; over "
-                  f"{format_duration(b.horizon_months * 30.44 * 86400)}: build ${num(b.build_total_usd, 0)}, rent ${num(b.rent_total_usd, 0)}")
+                  f"{format_duration(b.horizon_months * 30.44 * 86400)}: build ${num(b.build_total_usd, 0)}, "
+                  f"rent ${num(b.rent_total_usd, 0)}")
     for a in b.assumptions:
         console.print(f"  [dim]- {safe(a)}[/dim]")
     if serving:

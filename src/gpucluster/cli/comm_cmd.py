@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
@@ -19,7 +19,8 @@ def comm(
     gpu: Annotated[Optional[str], typer.Option(help="Without --cluster: GPU type and count per node, e.g. H100:8")] = None,
     nic: Annotated[str, typer.Option(help="Without --cluster: NIC/fabric, e.g. NDR400, RoCE-400G, Ethernet-100G")] = "NDR400",
     nics_per_node: Annotated[Optional[int], typer.Option(help="Without --cluster: NICs per node (default: one per GPU)")] = None,
-    op: Annotated[str, typer.Option(help="all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, reduce, send_recv")] = "all_reduce",
+    op: Annotated[str, typer.Option(
+        help="all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, reduce, send_recv")] = "all_reduce",
     gpus: Annotated[Optional[int], typer.Option(help="GPUs in the group (default: one node)")] = None,
     min_size: Annotated[str, typer.Option("--min", "-b", help="Smallest size (nccl-tests -b)")] = "8",
     max_size: Annotated[str, typer.Option("--max", "-e", help="Largest size (nccl-tests -e)")] = "8G",
@@ -57,15 +58,19 @@ def comm(
     except ValueError as exc:
         raise UserError(str(exc), field="--algo") from None
 
+    import numpy as np  # already loaded by predict
+
     tbytes = _TYPE_BYTES[datatype]
     n = placed.group.gpus
-    rows = []
+    time_s, algbw, busbw = (np.atleast_1d(x) for x in (pred.time_s, pred.algbw_gbps, pred.busbw_gbps))
+    algorithm, bottleneck = np.atleast_1d(pred.algorithm), np.atleast_1d(pred.bottleneck)
+    rows: list[dict[str, Any]] = []
     for i, size in enumerate(sizes):
         count = size // tbytes if op not in ("all_gather", "reduce_scatter") else size // tbytes // n
         rows.append({"size_bytes": size, "count": int(count), "type": datatype, "redop": _REDOP.get(op, "none"),
-                     "root": _ROOT.get(op, -1), "time_us": float(pred.time_s[i] * 1e6),
-                     "algbw_gbps": float(pred.algbw_gbps[i]), "busbw_gbps": float(pred.busbw_gbps[i]),
-                     "wrong": 0, "algorithm": str(pred.algorithm[i]), "bottleneck": str(pred.bottleneck[i])})
+                     "root": _ROOT.get(op, -1), "time_us": float(time_s[i] * 1e6),
+                     "algbw_gbps": float(algbw[i]), "busbw_gbps": float(busbw[i]),
+                     "wrong": 0, "algorithm": str(algorithm[i]), "bottleneck": str(bottleneck[i])})
     avg = sum(r["busbw_gbps"] for r in rows) / len(rows)
     data = {"schema": "gpucluster-comm/v1", "op": op, "gpus": n, "placement": placed.describe(),
             "algorithm": algo, "rows": rows, "avg_busbw_gbps": avg}

@@ -7,6 +7,8 @@ figures. A model row (no `placement`) is the same prediction for both halves."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 DASH = f"{'-':>8} {'-':>7} {'-':>7} {'-':>6}"
 
 
@@ -26,7 +28,7 @@ def halves(r: dict) -> tuple[dict | None, dict | None]:
     return r, r.get("in_place")
 
 
-def print_nccl_table(header: list[str], rows: list[dict], avg: float, footer: list[str] = ()) -> None:
+def print_nccl_table(header: list[str], rows: list[dict], avg: float, footer: Sequence[str] = ()) -> None:
     from gpucluster.cli.safe_text import plain
 
     out = print  # plain print: rich would wrap the fixed-width table on narrow terminals
@@ -54,7 +56,7 @@ def algorithm_changes(rows: list[dict]) -> list[str]:
     """'from SIZE: algorithm X, limited by Y' wherever the model's choice changes."""
     from gpucluster.units import format_bytes
 
-    changes = []
+    changes: list[tuple[float, tuple[str, str]]] = []
     for r in rows:
         key = (r["algorithm"], r["bottleneck"])
         if not changes or changes[-1][1] != key:

@@ -71,14 +71,14 @@ def render_plan(plan: TrainingPlan, meta: dict[str, Any], top: int) -> None:
                   f"{format_duration(plan.one_gpu_s)}")
 
     if len(plan.search.ranked) > 1:
-        a = Table(title=f"Top {min(top, len(plan.search.ranked))} layouts", title_justify="left")
+        ranked = Table(title=f"Top {min(top, len(plan.search.ranked))} layouts", title_justify="left")
         for col in ("#", "layout", "step s", "MFU", "GiB", "largest overhead"):
-            a.add_column(col, justify="right" if col in ("#", "step s", "MFU", "GiB") else "left")
+            ranked.add_column(col, justify="right" if col in ("#", "step s", "MFU", "GiB") else "left")
         for i, e in enumerate(plan.search.ranked, 1):
             over = max((k for k in e.terms if k != "compute"), key=lambda k: e.terms[k])
-            a.add_row(str(i), e.layout.short(), f"{e.step_s:.3f}", f"{100 * e.mfu:.1f}%",
-                      f"{e.memory.total / 2**30:.0f}", f"{LABEL[over]} {e.terms[over]:.2f} s")
-        console.print(a)
+            ranked.add_row(str(i), e.layout.short(), f"{e.step_s:.3f}", f"{100 * e.mfu:.1f}%",
+                           f"{e.memory.total / 2**30:.0f}", f"{LABEL[over]} {e.terms[over]:.2f} s")
+        console.print(ranked)
         console.print(f"  why #1 wins: {_why(plan)}")
     console.print(f"[bold]Bottleneck[/bold]: {safe(plan.advice.text)}")
     s = plan.search

@@ -8,7 +8,7 @@ import re
 import shlex
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
@@ -182,14 +182,15 @@ def submit(target: Annotated[str, typer.Argument(help="Training plan JSON (an sb
         from gpucluster.generate.slurm import SlurmOptions, sbatch_script
         from gpucluster.generate.torchrun import Launch, layout_notes
 
-        opts = {"job_name": job_name, "partition": partition, "account": account, "gres_type": gres_type}
+        opts: dict[str, Any] = {"job_name": job_name, "partition": partition, "account": account,
+                                "gres_type": gres_type}
         if time is not None:            # else the generator's own default, as `generate slurm` has it
             opts["time"] = time
         job = load_plan(target)
         for w in layout_notes(job, "megatron")[1]:   # what `generate slurm` would warn about
             print(f"warning: {w}", file=sys.stderr)
         text = sbatch_script(job, Launch(script=script, script_args=tuple(arg or ())), SlurmOptions(**opts))
-        script_path, temporary = None, True
+        script_path, temporary = "", True    # written to a temporary file below
     else:
         if gres_type is not None:
             raise UserError("applies to a generated script (PLAN.json); a script names its own --gres",
@@ -316,7 +317,7 @@ def import_(out: Annotated[str, typer.Option("--out", "-o", help="Trace file to 
         partitions[p] = partitions.get(p, 0) + 1
     info = {"trace": out, "rows": read.rows, "jobs": len(read.jobs), "skipped": dict(read.skipped),
             "bad": dict(read.bad), "states": states, "replay_states": replay, "partitions": partitions}
-    if scenario:
+    if scenario and cluster:    # (--scenario without --cluster was refused above)
         base = Path(scenario).resolve().parent
         doc = {"name": f"sacct-replay-{Path(out).stem}", "cluster": os.path.relpath(Path(cluster).resolve(), base),
                "policy": policy, "workloads": [{"kind": "trace", "name": "sacct", "format": "sacct",

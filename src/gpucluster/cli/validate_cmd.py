@@ -26,9 +26,8 @@ def validate(
 
     from rich.table import Table
     t = Table(title="Validation: model vs published measurements", title_justify="left")
-    for col, just in (("id", "left"), ("kind", "left"), ("metric", "left"), ("measured", "right"),
-                      ("predicted", "right"), ("error %", "right")):
-        t.add_column(col, justify=just)
+    for col in ("id", "kind", "metric", "measured", "predicted", "error %"):
+        t.add_column(col, justify="left" if col in ("id", "kind", "metric") else "right")
     for r in results:
         if r.error is None:
             # ids, metrics and reasons come from the validation file: safe()

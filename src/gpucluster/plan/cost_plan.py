@@ -37,7 +37,7 @@ def base_prices(overrides: dict[str, tuple[float, str]] | None = None) -> PriceS
     return PriceSet(values, origins, notes)
 
 
-def price_problem(key: str, v: float) -> str | None:
+def price_problem(key: str, v: Any) -> str | None:
     """Why `v` cannot be the price or factor `key` (None: it can): a finite number >= 0; a PUE
     (facility power / IT power) >= 1; a `_fraction` at most 1, a utilization above 0."""
     if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or v < 0:
@@ -59,8 +59,8 @@ def load_price_file(path: str) -> dict[str, tuple[float, str]]:
         raise UserError("expected a mapping of price names to numbers", file=path)
     data = data.get("prices", data)
     out = {}
-    for k, v in data.items():
-        v = v.get("value") if isinstance(v, dict) else v
+    for k, given in data.items():
+        v: Any = given.get("value") if isinstance(given, dict) else given
         problem = price_problem(str(k), v)
         if problem:
             raise UserError(problem[:200], file=path, line=lines.get(("prices", k), lines.get((k,))), field=str(k))
@@ -73,8 +73,9 @@ def _spec_price(spec: ClusterSpec, pool: NodePool | None, field: str) -> tuple[f
     v = getattr(merged, field)
     if v is None:
         return None
-    in_pool = pool is not None and pool.prices is not None and getattr(pool.prices, field) is not None
-    return v, f"cluster spec {'pool ' + pool.name + ' ' if in_pool else ''}prices.{field}"
+    if pool is not None and pool.prices is not None and getattr(pool.prices, field) is not None:
+        return v, f"cluster spec pool {pool.name} prices.{field}"
+    return v, f"cluster spec prices.{field}"
 
 
 def _catalog_price(entry: Any, attr: str = "price_usd") -> tuple[float, str] | None:
@@ -99,7 +100,7 @@ def _server_items(spec: ClusterSpec, p: NodePool, prices: PriceSet) -> list[Line
     gpu_price = _spec_price(spec, p, "gpu_purchase_usd")
     if gpu_price is None:
         s = gpu.prices.purchase_usd
-        gpu_price = _need(s and (s.value, _catalog_src(gpu, s.source)), f"GPU {gpu.name}",
+        gpu_price = _need(None if s is None else (s.value, _catalog_src(gpu, s.source)), f"GPU {gpu.name}",
                           "gpu_purchase_usd or node_purchase_usd")
     cpu, why = match_cpu(p.cpu, p.cpu_cores / p.cpu_sockets)
     cpu_price = _need(_catalog_price(cpu), f"CPU {cpu.name}")

@@ -60,7 +60,7 @@ def parse_layout(text: str) -> dict[str, Any]:
             else:
                 parsed = value
         except ValueError:
-            what = ({int: "positive integer"}.get(kind, kind.__name__) if kind is not float
+            what = (("positive integer" if kind is int else kind.__name__) if kind is not float
                     else "number from {:g} to {:g}".format(*FLOAT_RANGE[key]))
             raise UserError(f"{key}={value!r} is not a valid {what}",
                             field="--layout") from None

@@ -113,7 +113,7 @@ def check_written(text: str, source: str, loader_class: type, max_nodes: int = M
                 count += 1
                 if count > max_nodes:
                     raise UserError(f"more than {max_nodes:,} values (not a spec file, or one to split)",
-                                    file=source, line=event.start_mark.line + 1)
+                                    file=source, line=event.start_mark.line + 1 if event.start_mark else None)
     except yaml.YAMLError:
         return                   # the composer reports the syntax error at its line
 

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, Protocol
 
 import numpy as np
 
@@ -85,6 +85,15 @@ class Traffic:
     rate: float              # requests per second (Poisson)
     input: Lengths
     output: Lengths
+
+
+class StepTimes(Protocol):
+    """What the queueing model needs of a replica: its prefill and decode step times (a GPU
+    replica's StepModel, or a CPU node's CpuStepModel)."""
+
+    def prefill(self, k: float, tokens: float) -> float: ...
+
+    def decode(self, n: float, ctx: float) -> float: ...
 
 
 class StepModel:
@@ -199,7 +208,7 @@ def _kmax(S: float) -> float:
     return max(1.0, float(PREFILL_TOKEN_BUDGET // max(1, int(S))))
 
 
-def analyze(step: StepModel, traffic: Traffic, max_batch: int) -> ServingPoint:
+def analyze(step: StepTimes, traffic: Traffic, max_batch: int) -> ServingPoint:
     """The steady state of one replica at `traffic.rate` (see the module docstring)."""
     lam, S = traffic.rate, traffic.input.mean
     O = max(1.0, traffic.output.mean)
@@ -313,7 +322,7 @@ def analyze(step: StepModel, traffic: Traffic, max_batch: int) -> ServingPoint:
     return ServingPoint(lam, stable, T, n, max_batch, share, ttft50, ttft99, tpot50, tpot99, lam * O if stable else 0.0)
 
 
-def saturated(step: StepModel, traffic: Traffic, batch: int) -> ServingPoint:
+def saturated(step: StepTimes, traffic: Traffic, batch: int) -> ServingPoint:
     """Throughput when `batch` sequences always run (a full continuous batch): the rate whose
     Little's-law occupancy is `batch`, without the slot queue."""
     S = traffic.input.mean
@@ -335,7 +344,7 @@ def saturated(step: StepModel, traffic: Traffic, batch: int) -> ServingPoint:
     return ServingPoint(lam, True, T, batch, batch, share, math.nan, math.nan, T, T, lam * O)
 
 
-def max_rate(step: StepModel, traffic: Traffic, max_batch: int, slo_ttft: float | None,
+def max_rate(step: StepTimes, traffic: Traffic, max_batch: int, slo_ttft: float | None,
              slo_tpot: float | None) -> tuple[float, ServingPoint | None, str]:
     """The highest request rate one replica sustains within the SLOs, the point there, and
     what stops it going higher ("capacity", "TTFT SLO", "TPOT SLO")."""
