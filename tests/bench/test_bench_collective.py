@@ -97,8 +97,10 @@ def test_rank_env_from_srun_and_torchrun():
     from gpucluster.bench.rankenv import detect
     t = detect({"RANK": "3", "WORLD_SIZE": "8", "LOCAL_RANK": "1", "GROUP_RANK": "1", "MASTER_ADDR": "h0",
                 "MASTER_PORT": "1234"})
+    assert t is not None
     assert (t.rank, t.world_size, t.local_rank, t.node, t.master_addr, t.master_port) == (3, 8, 1, "node1", "h0", 1234)
     s = detect({"SLURM_PROCID": "5", "SLURM_NTASKS": "16", "SLURM_LOCALID": "5", "SLURM_NODEID": "0",
                 "SLURMD_NODENAME": "gpu01", "MASTER_ADDR": "gpu01", "SLURM_JOB_ID": "7"})
+    assert s is not None
     assert (s.rank, s.world_size, s.local_rank, s.node, s.launcher) == (5, 16, 5, "gpu01", "srun")
     assert detect({}) is None

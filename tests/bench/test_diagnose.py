@@ -18,7 +18,7 @@ def _result(nodes: int, per_node: int, busbw, op: str = "all_reduce") -> dict:
             "nodes": nodes, "ranks_per_node": per_node, "wrong_total": 0,
             "node_ranks": {f"gpu{i:02d}": list(range(i * per_node, (i + 1) * per_node)) for i in range(nodes)},
             "rows": [{"size_bytes": s, "busbw_gbps": b, "algbw_gbps": b / 2, "time_us": 1.0, "wrong": 0}
-                     for s, b in zip(SIZES, bws)]}
+                     for s, b in zip(SIZES, bws, strict=True)]}
 
 
 def _expected_busbw(nodes: int, per_node: int, scale: float) -> list[float]:
@@ -74,10 +74,10 @@ def _gloo(spec: str, fraction: float, baseline: float | None) -> dict:
     r = _result(2, 1, 1.0)
     r["backend"] = "gloo"
     exp = diagnose_result(load_cluster(str(ROOT / spec)), r, "x").expected_gbps
-    r["rows"] = [{**row, "busbw_gbps": x * fraction} for row, x in zip(r["rows"], [exp[0], *exp])]
+    r["rows"] = [{**row, "busbw_gbps": x * fraction} for row, x in zip(r["rows"], [exp[0], *exp], strict=True)]
     if baseline is not None:
         r["baseline"] = {"kind": "loopback", "what": "2 ranks on this host over loopback",
-                         "rows": [{"size_bytes": s, "busbw_gbps": x * baseline} for s, x in zip(SIZES[1:], exp)]}
+                         "rows": [{"size_bytes": s, "busbw_gbps": x * baseline} for s, x in zip(SIZES[1:], exp, strict=True)]}
     return r
 
 

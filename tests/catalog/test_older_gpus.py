@@ -198,10 +198,13 @@ def test_simulator_speed_estimate_compares_at_a_shared_precision():
     """V100 vs K80 at fp32 (K80 has no fp16): not the same speed, as a missing bf16 once made them."""
     from gpucluster.sim.workload import peak_speeds
     speeds = peak_speeds(["V100-SXM2-16GB", "P100-PCIe-16GB", "K80"], "V100-SXM2-16GB")
+    assert speeds is not None
     assert speeds["K80"] == pytest.approx(4.365 / 15.7)
     assert speeds["P100-PCIe-16GB"] == pytest.approx(9.3 / 15.7)
-    assert peak_speeds(["V100-SXM2-16GB", "T4"], "V100-SXM2-16GB")["T4"] == pytest.approx(65 / 125)   # fp16
-    assert peak_speeds(["H100", "A100"], "H100")["A100"] == pytest.approx(312 / 989.4, rel=1e-3)     # bf16
+    t4, a100 = peak_speeds(["V100-SXM2-16GB", "T4"], "V100-SXM2-16GB"), peak_speeds(["H100", "A100"], "H100")
+    assert t4 is not None and a100 is not None
+    assert t4["T4"] == pytest.approx(65 / 125)                          # fp16
+    assert a100["A100"] == pytest.approx(312 / 989.4, rel=1e-3)         # bf16
 
 
 def test_serving_on_k80_is_one_line_naming_the_precisions():

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import copy
 from pathlib import Path
+from typing import Any
 
 import yaml
 
 from gpucluster.check.engine import build_context, run_checks
 
-BASE = {
+BASE: dict[str, Any] = {
     "name": "t",
     "node_pools": [{"name": "h200", "count": 4, "gpu": "H200:8", "cpu": "AMD EPYC 9654", "cpu_sockets": 2,
                     "cpu_cores": 192, "ram_gib": 1536, "local_nvme_tb": 30.72, "nics_per_node": 8, "nic": "NDR400"}],
@@ -29,7 +30,7 @@ def spec_with(**changes) -> dict:
     """BASE with dotted-path changes: spec_with(**{"fabric.oversubscription": 2})."""
     data = copy.deepcopy(BASE)
     for path, value in changes.items():
-        node = data
+        node: Any = data
         keys = path.split(".")
         for k in keys[:-1]:
             node = node[int(k)] if k.isdigit() else node[k]

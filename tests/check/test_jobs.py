@@ -6,9 +6,16 @@ from pathlib import Path
 
 import pytest
 
-from gpucluster.check.jobs import parse_job, parse_text
+from gpucluster.check.jobs import Setting, parse_job, parse_text
 from gpucluster.check.jobs.deepspeed import top_level_key_lines
 from gpucluster.errors import UserError
+
+
+def value(setting: Setting | None) -> str:
+    """The value of a setting the job must have."""
+    assert setting is not None
+    return setting.value
+
 
 ROOT = Path(__file__).resolve().parents[2]
 JOBS = ROOT / "examples" / "jobs"
@@ -22,8 +29,8 @@ def test_seed_sbatch():
     assert d["gres"].value == "gpu:8" and d["exclusive"].value == "" and d["network"].value == "ib,ibd"
     assert j.env["NCCL_DEBUG"].value == "INFO" and j.env["NCCL_DEBUG"].line == 13
     [c] = j.commands
-    assert c.launchers == ["srun"] and c.option("gradient-accumulation-steps").value == "8"
-    assert c.option("fsdp").value == ""
+    assert c.launchers == ["srun"] and value(c.option("gradient-accumulation-steps")) == "8"
+    assert value(c.option("fsdp")) == ""
 
 
 def test_short_options_continuations_and_assignments():
@@ -35,12 +42,12 @@ def test_short_options_continuations_and_assignments():
     assert j.env["NCCL_DEBUG"].line == 5 and j.env["FOO"].value == "1"
     [c] = j.commands
     assert c.line == 5 and c.launchers == ["srun", "torchrun"]
-    assert c.option("nproc_per_node").value == "8" and c.option("tp").value == "2"
+    assert value(c.option("nproc_per_node")) == "8" and value(c.option("tp")) == "2"
 
 
 def test_python_m_torch_distributed_run():
     [c] = parse_text("r.txt", "python -m torch.distributed.run --nnodes 2 --nproc_per_node 8 t.py\n").commands
-    assert c.launchers == ["torchrun"] and c.option("nnodes").value == "2"
+    assert c.launchers == ["torchrun"] and value(c.option("nnodes")) == "2"
 
 
 def test_shell_problem_has_its_line():
@@ -52,7 +59,7 @@ def test_shell_problem_has_its_line():
 
 def test_deepspeed_lines_and_errors():
     j = parse_job(str(JOBS / "seed-ds-13b.json"))
-    assert j.deepspeed["train_batch_size"] == 256
+    assert j.deepspeed is not None and j.deepspeed["train_batch_size"] == 256
     assert j.deepspeed_lines["train_batch_size"] == 2 and j.deepspeed_lines["zero_optimization"] == 4
     assert "stage" not in j.deepspeed_lines                  # nested keys are not top-level
     assert top_level_key_lines('{"a": {"b": 1}, "c": "x:\\"y"}') == {"a": 1, "c": 1}
@@ -65,8 +72,8 @@ def test_kubernetes_multi_document():
     text = (JOBS / "seed-infer-pod.yaml").read_text() + "---\n" + (JOBS / "bad-pytorchjob.yaml").read_text()
     j = parse_text("k.yaml", text)
     pod, pj = j.workloads
-    assert (pod.kind, pod.gpus_per_pod.value, pod.pods.value) == ("Pod", "8", "1")
-    assert (pj.kind, pj.gpus_per_pod.value, pj.pods.value, pj.nproc_per_node.value) == ("PyTorchJob", "16", "8", "16")
+    assert (pod.kind, value(pod.gpus_per_pod), value(pod.pods)) == ("Pod", "8", "1")
+    assert (pj.kind, value(pj.gpus_per_pod), value(pj.pods), value(pj.nproc_per_node)) == ("PyTorchJob", "16", "8", "16")
     assert j.env["NCCL_IB_DISABLE"].value == "1" and j.env["TENSOR_PARALLEL_SIZE"].value == "8"
     assert [c.launchers for c in j.commands] == [["torchrun"], ["torchrun"]]
 
@@ -79,7 +86,7 @@ def test_kubernetes_problems():
                                "      containers:\n        - name: c\n          command: [bash, -c, 'torchrun t.py']\n"
                                "          resources: {limits: {nvidia.com/gpu: 8}}\n")
     [w] = job.workloads
-    assert w.pods.value == "4" and w.pods.line == 4 and job.commands[0].launchers == ["torchrun"]
+    assert w.pods is not None and w.pods.value == "4" and w.pods.line == 4 and job.commands[0].launchers == ["torchrun"]
 
 
 def test_env_files():

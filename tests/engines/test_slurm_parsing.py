@@ -3,7 +3,6 @@ were read from a real 22.05; tests/integration/test_slurm.py runs them end to en
 
 from pathlib import Path
 
-import pytest
 
 from gpucluster.cli.slurm_cmd import output_args
 from gpucluster.engines.slurm import JobStatus, _exit_of, decode_wait_status, parse_exit_pair

@@ -67,7 +67,7 @@ MARKUP_PROBES = {"Q1[bold]Q2": "Q1Q2", "Q3[/x]Q4": "Q3Q4", "Q5[estimate]Q6": "Q5
 HOSTILE_STRINGS: list[str] = [
     *MARKUP_PROBES, "lab [/x]", "lab cluster [estimate]", "pool[a]", "a\\", "[", "]", "[/]", "[bold",
     "\x1b]0;TITLE\x07", "\x1b[2J\x1b[Hcleared", "x\x1b[31mred", "bell\x07", "\x9b31m", "\u202eevil.txt",
-    "tab\there", "new\nline", "cr\rreturn", "nul\x00byte", "", " ", "é☃𝔘", "a" * 5000, "-1", "nan", "1e999",
+    "tab\there", "new\nline", "cr\rreturn", "nul\x00byte", "", " ", "é☃𝔘", "a" * 5000, "-1", "nan", "1e999",  # noqa: RUF001  (hostile on purpose)
     "${HOME}", "$(id)", "'; rm -rf /", "%s%n", "{0}", "<script>x</script>", "H100:8", "null", "~",
 ]
 HOSTILE_NUMBERS: list[Any] = [0, -1, -8, 1, 2**31, 2**63, 10**30, 1e308, -1e308, math.inf, -math.inf, math.nan,
@@ -142,11 +142,14 @@ def mutate_data(src: Source, data: Any, name_keys: Sequence[tuple] = (),
     return data, note
 
 
+COIN = (True, False)    # a fair coin for Source.pick
+
+
 def _mutate(src: Source, data: Any, name_keys: Sequence[tuple], focus: Sequence[tuple]) -> tuple[Any, str]:
     op = src.pick(["number", "string", "type", "name", "name", "delete", "unknown", "nest", "repeat"])
     all_paths = paths(data)
     present = [f for f in focus if f in all_paths]
-    where = src.pick(present) if present and src.pick([True, False]) else src.pick(all_paths)
+    where = src.pick(present) if present and bool(src.pick(COIN)) else src.pick(all_paths)
     LAST.op, LAST.where, LAST.value = op, where, None
     if op == "name" and name_keys:
         path = src.pick(list(name_keys))
@@ -156,8 +159,8 @@ def _mutate(src: Source, data: Any, name_keys: Sequence[tuple], focus: Sequence[
             return set_at(data, path, value), f"name {path}"
         except (KeyError, IndexError, TypeError):
             op = "string"
-    value = _mutation_value(src, op, where, data)
-    return value
+    mutated = _mutation_value(src, op, where, data)
+    return mutated
     if op == "name" and name_keys:
         path = src.pick(list(name_keys))
         try:
@@ -216,7 +219,7 @@ def to_yaml(data: Any) -> bytes:
 # --- text mutations ---------------------------------------------------------------------------
 
 BOMB = ('a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n'
-        + "".join(f"{c}: &{c} [{', '.join(['*' + p] * 9)}]\n" for p, c in zip("abcdefgh", "bcdefghi")))
+        + "".join(f"{c}: &{c} [{', '.join(['*' + p] * 9)}]\n" for p, c in zip("abcdefgh", "bcdefghi", strict=True)))
 
 
 def mutate_text(src: Source, text: str) -> tuple[bytes, str]:
@@ -429,7 +432,7 @@ def invalid(value: Any, rule: Rule) -> bool | None:
 
 
 def _matches(pattern: tuple, path: tuple) -> bool:
-    return len(pattern) == len(path) and all(a == "*" or a == b for a, b in zip(pattern, path))
+    return len(pattern) == len(path) and all(a == "*" or a == b for a, b in zip(pattern, path, strict=True))
 
 
 def must_refuse(rules: dict[tuple, Rule], required: Sequence[tuple] = ()) -> bool:
@@ -516,7 +519,7 @@ RESULT_RULES: dict[str, dict[tuple, Rule]] = {
                    ("jobs", "failed"): Rule(0, math.inf, integer=True, strict=True),
                    ("cost", "on_prem_usd"): Rule(0, math.inf, strict=True, optional=True)},
 }
-RESULT_REQUIRED = {"collective": [("schema",), ("op",), ("world_size",), ("rows",),
+RESULT_REQUIRED: dict[str, list[tuple]] = {"collective": [("schema",), ("op",), ("world_size",), ("rows",),
                                   *[("rows", "*", k) for k in ("time_us", "algbw_gbps", "busbw_gbps", "size_bytes")]],
                    "storage": [("schema",), ("write_gbps",), ("read_gbps",), ("path",)],
                    "simulation": [("schema",)]}

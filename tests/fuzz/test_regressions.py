@@ -18,14 +18,14 @@ POOL = "pool[a]"
 TIER = "[link=file:///etc/passwd]x[/link]"
 
 
-def run(*argv: str) -> tuple[int | str, str, str]:
+def run(*argv: str | Path) -> tuple[int | str, str, str]:
     code, out, err = run_in_process([str(a) for a in argv])
     assert classify(code, out, err) == [], (code, out[-2000:], err[-2000:])
     return code, out, err
 
 
-def one_line_error(*argv: str, needle: str = "") -> str:
-    code, out, err = run(*argv)
+def one_line_error(*argv: str | Path, needle: str = "") -> str:
+    code, _, err = run(*argv)
     assert code == 2 and len(err.strip().splitlines()) == 1 and err.startswith("error: "), err
     assert needle in err, err
     return err
@@ -74,7 +74,7 @@ def test_error_lines_carry_no_control_bytes(tmp_path):
 def test_yaml_bombs_duplicates_and_devices(tmp_path):
     bomb = tmp_path / "bomb.yaml"
     bomb.write_text('a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n'
-                    + "".join(f"{c}: &{c} [{', '.join(['*' + p] * 9)}]\n" for p, c in zip("abcdefgh", "bcdefghi")))
+                    + "".join(f"{c}: &{c} [{', '.join(['*' + p] * 9)}]\n" for p, c in zip("abcdefgh", "bcdefghi", strict=True)))
     one_line_error("topology", "--cluster", bomb, needle="aliases are expanded")
     dup = tmp_path / "dup.yaml"
     dup.write_text(CLUSTER.read_text().replace("    count: 8 ", "    count: 8\n    count: 64 ", 1))
@@ -311,7 +311,7 @@ def test_outputs_never_replace_devices_pipes_or_folders(tmp_path, monkeypatch, t
     collective.write_text(json.dumps(COLLECTIVE))
     path = target if target.startswith("/") else str(tmp_path / target)
     argv = [a.replace("{collective}", str(collective)) for a in argv]
-    code, out, err = run(*argv, path)
+    code, _, err = run(*argv, path)
     assert code == 2 and len(err.strip().splitlines()) == 1, err
     assert os.path.exists("/dev/null") and not os.path.isfile("/dev/null")
 
@@ -320,7 +320,7 @@ def test_output_through_a_link_replaces_the_file_it_names(tmp_path):
     real, link = tmp_path / "real.sh", tmp_path / "link.sh"
     real.write_text("old\n")
     link.symlink_to(real)
-    code, _, err = run("generate", "slurm", PLAN, "-o", link)
+    code, _, _ = run("generate", "slurm", PLAN, "-o", link)
     assert code == 0 and link.is_symlink() and real.read_text().startswith("#!/bin/bash")
 
 

@@ -7,7 +7,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cli"))
 
-from tests_cli_helpers import run  # noqa: E402
+from tests_cli_helpers import run
 
 # Real plans (the planner's own JSON), one `plan train` run each, shared by the generator tests.
 PLANS = {

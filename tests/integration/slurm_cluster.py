@@ -92,7 +92,7 @@ InactiveLimit=0
 MinJobAge=300
 {acct}NodeName=gpu[01-02] NodeHostname={self.host} NodeAddr=127.0.0.1 Port=[{self.d1},{self.d2}] CPUs=8 RealMemory=16000 Gres=gpu:h200:8 State=UNKNOWN
 {self.partitions}
-""")
+""")  # noqa: E501  (slurm.conf's node line stays one line)
         (r / "gres.conf").write_text(f"AutoDetect=off\nNodeName=gpu[01-02] Name=gpu Type=h200 "
                                      f"File={r}/fakegpu/nvidia[0-7]\n")
 

@@ -44,7 +44,7 @@ def _bench(net, out: Path) -> dict:
         for p in procs:
             if p.poll() is None:
                 p.kill()
-    for p, (o, e) in zip(procs, outs):
+    for p, (_, e) in zip(procs, outs, strict=True):
         assert p.returncode == 0, e[-2000:]
     return json.loads(out.read_text())
 

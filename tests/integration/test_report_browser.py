@@ -91,6 +91,7 @@ def browser(tmp_path_factory):
     from selenium.webdriver.chrome.service import Service
 
     opts = webdriver.ChromeOptions()
+    assert CHROMIUM is not None    # the module skips without it
     opts.binary_location = CHROMIUM
     for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync",

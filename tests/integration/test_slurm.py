@@ -213,7 +213,7 @@ def test_sacct_history_imported_and_replayed(slurm, tmp_path):
     rep = json.loads(p.stdout)
     lines = trace.read_text().splitlines()
     head = lines[0].split("|")
-    ran = [dict(zip(head, ln.split("|"))) for ln in lines[1:]]
+    ran = [dict(zip(head, ln.split("|"), strict=False)) for ln in lines[1:]]
     gpu_jobs = [r for r in ran if "gres/gpu" in r["AllocTRES"] and r["Start"] not in ("", "Unknown", "None")]
     assert rep["jobs"] == len(gpu_jobs) >= 3
     assert rep["states"].get("COMPLETED", 0) >= 2 and rep["states"].get("FAILED", 0) >= 1

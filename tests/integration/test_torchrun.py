@@ -40,7 +40,7 @@ def test_torchrun_two_by_two(tmp_path):
         for p in procs:
             if p.poll() is None:
                 p.kill()
-    for p, (o, e) in zip(procs, outs):
+    for p, (_, e) in zip(procs, outs, strict=True):
         assert p.returncode == 0, e[-3000:]
     res = json.loads(out.read_text())
     assert res["world_size"] == 4 and res["nodes"] == 2 and res["ranks_per_node"] == 2

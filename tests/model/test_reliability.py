@@ -100,7 +100,9 @@ def test_unknown_profile_lists_valid():
 
 
 def test_bad_failure_data_points_at_line(tmp_path):
-    src = Path(failure_profiles.__wrapped__.__defaults__[0])
+    defaults = failure_profiles.__wrapped__.__defaults__
+    assert defaults is not None
+    src = Path(defaults[0])
     data = yaml.safe_load(src.read_text())
     data["profiles"][0]["causes"][0]["count"]["source"] = "nowhere"
     bad = tmp_path / "failures.yaml"

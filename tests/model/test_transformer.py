@@ -11,7 +11,7 @@ from gpucluster.model.transformer import (activation_bytes_outside_layers, activ
                                           model_flops_per_iteration, model_flops_per_token, padded_vocab, params,
                                           pipeline_inflight_microbatches, stage_layer_counts,
                                           weight_grad_optimizer_bytes)
-from gpucluster.specs.workload import TransformerSpec, load_model_spec
+from gpucluster.specs.workload import TransformerSpec, filled, load_model_spec
 
 GPT_SIZES = ["megatron-gpt-22b", "megatron-gpt-175b", "megatron-gpt-530b", "megatron-gpt-1t"]
 
@@ -105,7 +105,7 @@ def test_six_n_d_cross_check():
         p = params(s)
         norms = (2 * s.layers + 1) * s.hidden
         matrices = p.active - p.embedding - norms - s.moe_layers * p.router
-        core = 12 * s.seq_len * s.heads * s.head_dim * s.layers
+        core = 12 * s.seq_len * s.heads * filled(s.head_dim) * s.layers
         assert model_flops_per_token(s) == pytest.approx(6 * matrices + core, rel=1e-9)
 
 

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cli"))
-from tests_cli_helpers import assert_one_line_error, run  # noqa: E402
+from tests_cli_helpers import assert_one_line_error, run
 
 
 def test_a_chip_with_no_published_run_is_assumed_and_says_why():

@@ -20,7 +20,7 @@ def actual() -> dict:
 def test_top_layouts_unchanged(case: str, actual: dict) -> None:
     want, got = EXPECTED[case], actual[case]
     assert [r.get("layout") for r in got] == [r.get("layout") for r in want]
-    for g, w in zip(got[:-1], want[:-1]):
+    for g, w in zip(got[:-1], want[:-1], strict=True):
         assert g["step_s"] == pytest.approx(w["step_s"], rel=1e-9)
         assert g["memory"] == pytest.approx(w["memory"], rel=1e-9)
     assert got[-1] == want[-1]

@@ -27,7 +27,9 @@ def test_user_strings_are_escaped_everywhere():
     # The only <script> elements are ours: the library, the figure specs and the boot code.
     assert page.count("<script") == 3
     # A figure spec cannot close its <script> element early.
-    spec = re.search(r'<script type="application/json"[^>]*>(.*?)</script>', page, re.S).group(1)
+    found = re.search(r'<script type="application/json"[^>]*>(.*?)</script>', page, re.S)
+    assert found is not None
+    spec = found.group(1)
     assert "<" not in spec and ">" not in spec
 
 

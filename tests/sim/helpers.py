@@ -32,6 +32,7 @@ def scenario(workloads: list[dict], *, pools: list[dict] | None = None, **kw: An
     if "nodes_csv" not in kw:
         data["cluster"] = cluster(*(pools or [pool("a", "H100", 4)]), nodes_per_leaf=npl)
     spec = parse_data(Scenario, data, "<test>")
+    assert not isinstance(spec.cluster, str)    # given inline, or none with nodes_csv
     return LoadedScenario(spec, spec.cluster, DATA, "<test>", {})
 
 

@@ -84,7 +84,7 @@ def test_trace_duration_is_steps_over_throughput():
         assert j.speeds == {g: raw[g][j.job_type]["null"] for g in ("v100", "p100", "k80")}
         assert j.duration == pytest.approx(j.steps / max(j.speeds.values()))
         # on every type: steps / throughput there
-        for g, v in j.speeds.items():
+        for v in j.speeds.values():
             assert j.steps / v >= j.duration
 
 

@@ -93,7 +93,7 @@ def test_invariants_hold_at_every_event(loaded):
     if loaded.spec.horizon_days is None:
         assert not sim.partial
         for j in sim.by_id.values():  # ended, or reported as never able to start
-            assert j.state in (COMPLETED, FAILED, CANCELLED) or j.state == PENDING and j.reason, (j, j.reason)
+            assert j.state in (COMPLETED, FAILED, CANCELLED) or (j.state == PENDING and j.reason), (j, j.reason)
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -13,7 +13,7 @@ from gpucluster.sim.kernel import Kernel
 
 def test_events_run_by_time_then_priority_then_order():
     k = Kernel()
-    seen = []
+    seen: list[str] = []
     for name, t, p in [("c", 2.0, 0), ("b", 1.0, 5), ("a", 1.0, 1), ("a2", 1.0, 1), ("z", 0.5, 9)]:
         k.at(t, p, seen.append, name)
     k.run()
@@ -23,7 +23,7 @@ def test_events_run_by_time_then_priority_then_order():
 
 def test_cancel_until_and_stop():
     k = Kernel()
-    seen = []
+    seen: list[str] = []
     tok = k.at(1.0, 0, seen.append, "gone")
     k.at(2.0, 0, seen.append, "kept")
     k.at(5.0, 0, seen.append, "late")
@@ -100,7 +100,7 @@ def test_cancel_of_an_event_that_already_ran_keeps_pending_exact():
     from gpucluster.sim.kernel import Kernel
 
     k = Kernel()
-    ran = []
+    ran: list[int] = []
     t1 = k.at(1.0, 0, ran.append, 1)
     k.at(2.0, 0, ran.append, 2)
     k.run(until=1.5)

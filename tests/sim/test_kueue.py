@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from helpers import check_now, pool, scenario, watch
 from hypothesis import HealthCheck, given, settings
@@ -95,7 +97,7 @@ def test_fair_sharing_weights_order_admission():
     w = [jobs("b", 0, 8, 8, 1, queue="b"), jobs("a", 0, 8, 8, 1, queue="a")]
 
     def first_wave(wa, wb, fair=True):
-        q = {"lender": {"gpus": 32}, "a": {"gpus": 0}, "b": {"gpus": 0}}
+        q: dict[str, dict[str, Any]] = {"lender": {"gpus": 32}, "a": {"gpus": 0}, "b": {"gpus": 0}}
         if fair:
             q["a"]["fair_sharing"] = {"weight": wa}
             q["b"]["fair_sharing"] = {"weight": wb}

@@ -19,6 +19,7 @@ from gpucluster.sim.policies.multifactor import (
     slurm_time_s,
 )
 from gpucluster.sim.run import simulate
+from gpucluster.specs.workload import filled
 from helpers import scenario
 
 HEADER = "JobID|Account|Partition|QOS|Submit|Start|End|Timelimit|State|AllocTRES"
@@ -98,13 +99,13 @@ def test_job_size_factor_as_slurm_averages_nodes_and_gpus():
 
 
 def test_priority_is_the_weighted_sum_truncated():
-    w = {"PriorityWeightAge": 1000, "PriorityWeightFairshare": 10000, "PriorityWeightJobSize": 500,
-         "PriorityWeightPartition": 1000, "PriorityWeightQOS": 2000}
+    w: dict[str, float] = {"PriorityWeightAge": 1000, "PriorityWeightFairshare": 10000,
+                           "PriorityWeightJobSize": 500, "PriorityWeightPartition": 1000, "PriorityWeightQOS": 2000}
     f = {"PriorityWeightAge": 0.5, "PriorityWeightFairshare": 2 ** -3, "PriorityWeightJobSize": 0.075,
          "PriorityWeightPartition": 1.0, "PriorityWeightQOS": 0.5}
     # 500 + 1250 + 37.5 + 1000 + 1000 = 3787.5 -> 3787
     assert slurm_priority(w, f) == 3787
-    assert slurm_priority({k: 0 for k in w}, f) == 1       # 0 is a held job in Slurm: at least 1
+    assert slurm_priority({k: 0.0 for k in w}, f) == 1       # 0 is a held job in Slurm: at least 1
 
 
 def test_factors_of_a_job_in_the_policy():
@@ -157,7 +158,7 @@ def _starts(tmp_path, rows, **options) -> dict[str, float]:
     res = simulate(scenario(w, policy="multifactor", policy_options=options, pools=[pool("a", "H100", 1, 8)]))
     assert all(j.state == COMPLETED for j in res.jobs)
     names = [r[0] for r in rows]
-    return {n: j.first_start / 60 for n, j in zip(names, sorted(res.jobs, key=lambda j: j.seq), strict=True)}
+    return {n: filled(j.first_start) / 60 for n, j in zip(names, sorted(res.jobs, key=lambda j: j.seq), strict=True)}
 
 
 # A blocker holds the 8 GPUs for 60 min. Account "heavy" ran 8 GPUs for 100 min before; "light"

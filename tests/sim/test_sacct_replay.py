@@ -175,7 +175,8 @@ def test_cli_prints_the_comparison_in_the_terminal_json_and_html(tmp_path):
     assert set(parts) == {"short", "long"} and parts["long"]["recorded_s"]["p50"] == 50 * 60
     assert s["jobs"]["failed"] == 1
     from gpucluster.documents.simulation import SimulationDocument
-    assert SimulationDocument.model_validate(s).recorded_waits["all"]["compared"] == 3
+    waits = SimulationDocument.model_validate(s).recorded_waits
+    assert waits is not None and waits["all"]["compared"] == 3
     out = run("simulate", "run", str(scen), "--html", str(tmp_path / "r.html"), check_rc=0).stdout
     assert "simulated vs recorded" in out and "recorded p90" in out
     assert any(ln.lstrip("│ ").startswith("long") for ln in out.splitlines())

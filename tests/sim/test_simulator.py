@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import pytest
 from helpers import check_now, pool, scenario, watch
@@ -97,12 +98,14 @@ def test_pipelines_share_a_storage_tier():
     w = [{"kind": "pipeline", "name": "video", "arrivals": {"process": "once", "count": 2}, "gpus": 1,
           "data_tb": 3.6, "tier": "nfs", "gbps_per_gpu": 5}]
     loaded = scenario(w)
+    assert loaded.cluster is not None
     loaded.cluster = loaded.cluster.model_copy(update={"storage": (StorageTier(**tier),)})
     res = simulate(loaded)
     # two jobs share 2 GB/s: 1 GB/s each, 3.6 TB -> 3600 s
     assert [j.end for j in res.jobs] == [pytest.approx(3600), pytest.approx(3600)]
     one = {**w[0], "arrivals": {"process": "once", "count": 1}}
     loaded1 = scenario([one])
+    assert loaded1.cluster is not None
     loaded1.cluster = loaded1.cluster.model_copy(update={"storage": (StorageTier(**tier),)})
     assert simulate(loaded1).jobs[0].end == pytest.approx(1800)
 
@@ -151,14 +154,14 @@ def test_hetero_routes_to_the_best_throughput_per_dollar():
     from gpucluster.sim.run import type_prices
     prices = type_prices(scenario(w, pools=pools))
     value = {t: het.speed_on(t) / prices[t] for t in prices}
-    assert value[het.gpu_type] == max(value.values())
+    assert value[het.placed_type] == max(value.values())
 
 
 def test_topology_aware_gangs_use_fewer_leaves():
     # 8 nodes, 2 per leaf; three 1-node jobs fill nodes 0-2, so leaf 1 has one node free
     w = [fixed("fill", 0, 8, 100), fixed("fill2", 0, 8, 100), fixed("fill3", 0, 8, 100),
          fixed("gang", 0.1, 16, 1)]
-    loaded = {"pools": [pool("a", "H100", 8)], "npl": 2}
+    loaded: dict[str, Any] = {"pools": [pool("a", "H100", 8)], "npl": 2}
     pack = next(j for j in simulate(scenario(w, policy="backfill", **loaded)).jobs if j.cls == "gang")
     topo = next(j for j in simulate(scenario(w, policy="topo", **loaded)).jobs if j.cls == "gang")
     assert pack.leaves == 2 and topo.leaves == 1       # pack takes nodes 3 and 4; topo a whole leaf

@@ -33,21 +33,21 @@ def test_field_error_names_line_and_path(tmp_path):
 
 
 def test_unknown_field_is_named(tmp_path):
-    p, go = load(tmp_path, "name: x\nitems: []\ncolour: red\n")
+    _, go = load(tmp_path, "name: x\nitems: []\ncolour: red\n")
     with pytest.raises(UserError) as exc:
         go()
     assert exc.value.line == 3 and exc.value.field == "colour" and "unknown field" in exc.value.reason
 
 
 def test_syntax_error_has_a_line(tmp_path):
-    p, go = load(tmp_path, "name: x\nitems:\n  - count: [1,\n")
+    _, go = load(tmp_path, "name: x\nitems:\n  - count: [1,\n")
     with pytest.raises(UserError) as exc:
         go()
     assert "YAML syntax error" in exc.value.message and exc.value.line is not None
 
 
 def test_empty_and_missing_files(tmp_path):
-    p, go = load(tmp_path, "")
+    _, go = load(tmp_path, "")
     with pytest.raises(UserError, match="empty"):
         go()
     with pytest.raises(UserError, match="file not found"):

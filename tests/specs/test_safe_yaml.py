@@ -14,7 +14,7 @@ from gpucluster.specs.safe_yaml import MAX_BYTES, read_capped
 ROOT = Path(__file__).resolve().parents[2]
 
 BOMB = ('a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n'
-        + "".join(f"{c}: &{c} [{', '.join(['*' + p] * 9)}]\n" for p, c in zip("abcdefgh", "bcdefghi")))
+        + "".join(f"{c}: &{c} [{', '.join(['*' + p] * 9)}]\n" for p, c in zip("abcdefgh", "bcdefghi", strict=True)))
 
 
 def error(text: str) -> UserError:

@@ -9,7 +9,7 @@ from gpucluster.validate.runner import run_file, summarize
 def test_public_inference_cases_meet_the_target(shared_dir):
     rows = [r for r in run_file(shared_dir / "validation" / "inference-public.yaml") if r.kind == "inference"]
     assert rows and all(r.error is not None for r in rows)
-    assert statistics.median(abs(r.error) for r in rows) <= 0.15
+    assert statistics.median(abs(r.error) for r in rows if r.error is not None) <= 0.15
 
 
 def test_unseen_cases_predict_or_explain(tmp_path):
@@ -37,7 +37,7 @@ def test_unseen_cases_predict_or_explain(tmp_path):
             measured: {tokens_per_s: 10}
     """))
     rows = {r.id: r for r in run_file(p)}
-    assert rows["a100-8b-bs32"].predicted > 0
-    assert rows["h200-two-replicas"].predicted > 0
-    assert rows["bad-tp"].predicted is None and "does not divide" in rows["bad-tp"].reason
+    assert (rows["a100-8b-bs32"].predicted or 0) > 0
+    assert (rows["h200-two-replicas"].predicted or 0) > 0
+    assert rows["bad-tp"].predicted is None and "does not divide" in (rows["bad-tp"].reason or "")
     assert summarize(list(rows.values()))["inference"]["predicted"] == 2
