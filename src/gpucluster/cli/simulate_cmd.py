@@ -117,7 +117,7 @@ def _run(loaded, policy: str | None, seed: int | None, events: str | None, label
     import time
 
     from gpucluster.errors import UserError
-    from gpucluster.sim.run import simulate
+    from gpucluster.sim.request import simulate
 
     holder: dict[str, Any] = {}
     progress: dict[str, Any] = {"bar": None, "t0": time.perf_counter()}
@@ -161,8 +161,8 @@ def _run(loaded, policy: str | None, seed: int | None, events: str | None, label
 
     old = signal.signal(signal.SIGINT, on_sigint)
     try:
-        result = simulate(loaded, policy, seed, log, on_progress, policy_field="--policy" if policy else None,
-                          keep_sim=lambda s: holder.__setitem__("sim", s))
+        result = simulate(loaded, policy=policy, seed=seed, events=log, on_progress=on_progress,
+                          on_start=lambda s: holder.__setitem__("sim", s), policy_field="--policy")
     finally:
         signal.signal(signal.SIGINT, old)
         if progress["bar"] is not None:

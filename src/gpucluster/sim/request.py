@@ -48,11 +48,15 @@ def load(scenario: str | Path | Scenario | LoadedScenario) -> LoadedScenario:
 
 
 def simulate(scenario: str | Path | Scenario | LoadedScenario, *, policy: str | None = None, seed: int | None = None,
-             events: Callable[[dict], None] | None = None) -> SimulationRun:
+             events: Callable[[dict], None] | None = None, on_progress: Callable[[float], None] | None = None,
+             on_start: Callable[[Any], None] | None = None, policy_field: str = "policy") -> SimulationRun:
     """Run the scenario under `policy` (default: the scenario's; `gpucluster simulate policies`
-    lists them) with `seed` (default: the scenario's). `events` receives every event as a dict.
-    Bad input raises `UserError` naming the file, line and field."""
+    lists them) with `seed` (default: the scenario's). `events` receives every event as a dict,
+    `on_progress` the simulated time (seconds) now and then, `on_start` the built simulation
+    before it runs (set `sim.kernel.stop_requested` to stop it early: the result is then marked
+    partial). Bad input raises `UserError` naming the file, line and field."""
     from gpucluster.sim.run import simulate as run
 
-    result = run(load(scenario), policy, seed, events, policy_field="policy" if policy else None)
+    result = run(load(scenario), policy, seed, events, on_progress, policy_field=policy_field if policy else None,
+                 keep_sim=on_start)
     return SimulationRun(result.summary, result.jobs, result.sim)
