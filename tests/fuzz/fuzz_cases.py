@@ -407,7 +407,7 @@ def invalid(value: Any, rule: Rule) -> bool | None:
     import re
 
     if value is None:
-        return not rule.optional if rule.strict else (None if rule.optional else True)
+        return not rule.optional if rule.strict or rule.pattern is not None else (None if rule.optional else True)
     if rule.pattern is not None:
         return not (isinstance(value, str) and re.fullmatch(rule.pattern, value) is not None)
     if isinstance(value, bool) or isinstance(value, str):
@@ -458,7 +458,7 @@ NAME_RX = r"[A-Za-z0-9][A-Za-z0-9._+-]*"
 PLAN_RULES: dict[tuple, Rule] = {
     ("target", "nodes"): COUNT, ("target", "gpus"): Rule(1, 1_000_000, integer=True, strict=True, optional=True),
     ("target", "gpus_per_node"): Rule(1, 1024, integer=True, strict=True, optional=True),
-    ("target", "gpu"): Rule(pattern=NAME_RX), ("target", "scale_out_link"): Rule(pattern=NAME_RX),
+    ("target", "gpu"): Rule(pattern=NAME_RX, optional=True), ("target", "scale_out_link"): Rule(pattern=NAME_RX, optional=True),
     **{("best", "layout", k): COUNT for k in ("tp", "pp", "dp", "cp", "ep", "interleave")},
     ("best", "layout", "micro_batch"): BIG, ("best", "layout", "global_batch"): BIG,
     ("best", "layout", "zero"): Rule(0, 3, integer=True, strict=True),

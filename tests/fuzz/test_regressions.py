@@ -338,3 +338,16 @@ def test_comm_on_one_gpu(tmp_path):
     of a 1-GPU group as one string, not one per size, and `comm` indexed into it (IndexError)."""
     code, out, _ = run("comm", "--gpu", "H100:1", "--gpus", "1", "-e", "1M")
     assert code == 0 and "algorithm none" in out
+
+
+@pytest.mark.parametrize("value", ["9223372036854775808", "1000000000", "0"])
+def test_reliability_interval_is_bounded(value):
+    """Fuzz case 2342: `--interval 9223372036854775808` (minutes) overflowed e^(T/M) in the
+    lost-work formula (OverflowError); refused at the boundary, and the formula takes its limit."""
+    one_line_error("reliability", CLUSTER, "--interval", value, needle="--interval")
+
+
+def test_lost_work_formula_takes_its_limit_for_huge_segments():
+    from gpucluster.model.reliability import expected_loss_in_segment
+    assert expected_loss_in_segment(1e30, 3600.0) == 3600.0
+    assert expected_loss_in_segment(10.0, 3600.0) == pytest.approx(5.0, rel=1e-2)

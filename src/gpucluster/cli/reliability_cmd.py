@@ -11,6 +11,9 @@ from gpucluster.cli.render import console, num, print_json, safe
 DEFAULT_GPUS = (8, 64, 256, 1024, 2048, 8000, 16384, 80000)
 
 
+MAX_INTERVAL_S = 10 * 365 * 86400.0
+
+
 def reliability(
     cluster: Annotated[Optional[str], typer.Argument(help="Cluster spec YAML (omit for an MTBF table only)")] = None,
     model: Annotated[str, typer.Option(help="Model whose checkpoints are saved (preset or YAML)")] = "llama3-70b",
@@ -33,8 +36,11 @@ def reliability(
         raise UserError("GPU counts must be >= 1", field="--gpus")
     try:
         interval_s = parse_duration(interval, "m") if interval else None
-    except ValueError as exc:
+    except (ValueError, OverflowError) as exc:
         raise UserError(str(exc), field="--interval") from None
+    if interval_s is not None and not 0 < interval_s <= MAX_INTERVAL_S:
+        raise UserError(f"a checkpoint interval is above 0 and at most 10 years, got {interval!r}"[:200],
+                        field="--interval")
     table = [{"gpus": g, "nodes": -(-g // 8), "mtbf_h": fm.mtbf_hours(g, 8)} for g in counts]
     claims = [{"nodes": c.nodes, "seed_mtbf_h": c.claimed_mtbf_h, "model_mtbf_h": c.model_mtbf_h,
                "seed_says_more_often_by": c.ratio} for c in seed_claims(fm)]

@@ -124,6 +124,8 @@ def expected_loss_in_segment(segment: float, mtbf: float) -> float:
     x = segment / mtbf
     if x < 1e-6:
         return segment / 2
+    if x > 700:                      # e^x overflows a float; T / (e^x - 1) is 0 to double precision
+        return mtbf
     return mtbf - segment / math.expm1(x)
 
 
