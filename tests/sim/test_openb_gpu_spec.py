@@ -109,3 +109,13 @@ def test_benchmark_bad_input_is_one_line(tmp_path):
     assert proc.returncode == 2 and "--pods" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
     proc = bench("--policies", "best-fit,worst-fit")
     assert proc.returncode == 2 and "worst-fit" in proc.stderr and "fgd" in proc.stderr
+
+
+def test_pods_whose_gpu_spec_the_cluster_lacks_are_a_named_warning(tmp_path):
+    rows = ["p0,1000,1024,1,1000,A100,LS,Running,0,100,0\n", "p1,1000,1024,1,1000,,LS,Running,0,100,0\n"]
+    (tmp_path / "pods.csv").write_text(HEADER + "".join(rows))
+    loaded = scenario([{"kind": "trace", "name": "pods", "format": "openb", "path": str(tmp_path / "pods.csv")}],
+                      nodes_csv="openb_nodes.csv", policy="binpack")
+    res = simulate(loaded)
+    (w,) = res.summary["warnings"]
+    assert w["code"] == "no_gpu_type" and w["jobs"] == 1 and w["field"] == "workloads[0].path"

@@ -8,8 +8,9 @@ Errors (a UserError naming the field, exit code 2), for what cannot be meant:
 
 Warnings (in the summary, terminal and JSON, `warnings: [{code, workload, field,
 jobs, message}]`), for jobs that will be rejected rather than run:
-* `larger_than_cluster`: jobs no node type of the cluster can ever hold (more GPUs
-  than it has of the job's types, a share or CPU no node has);
+* `larger_than_cluster`: jobs no node of the cluster can ever hold (more GPUs than
+  it has of the job's types, a share or CPU no node has); `no_gpu_type`: jobs
+  (from a trace) whose GPU types the cluster lacks;
 * `larger_than_partition` / `larger_than_quota`: jobs larger than their partition,
   or than what their Kueue queue can ever hold (quota plus what it may borrow);
 * `queue_without_quota`: Kueue jobs of a queue the scenario does not define (they
@@ -53,7 +54,7 @@ def _class(sim: Any, loaded: LoadedScenario, i: int, w: Any, jobs: list[Job], wa
     view = None
     for j in jobs:
         why = sim.cannot_ever_run(j)
-        code = "larger_than_cluster"
+        code = "no_gpu_type" if why.startswith("no GPU type") else "larger_than_cluster"
         if not why and pol.name == "partition":
             from gpucluster.sim.policies.base import View
             view = view or View(0.0, sim.state, [], {}, True, set(), 0)
