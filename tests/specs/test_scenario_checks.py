@@ -57,6 +57,8 @@ def test_jobs_no_node_can_hold_are_a_named_warning_in_the_summary(tmp_path):
     (w,) = data["warnings"]
     assert w["code"] == "larger_than_cluster" and w["field"] == "workloads[0].gpus" and w["workload"] == "train"
     assert w["jobs"] == data["jobs"]["cancelled"] > 0
+    from gpucluster.documents.simulation import SimulationDocument
+    assert SimulationDocument.model_validate(data).warnings[0].code == "larger_than_cluster"
     out = run("simulate", path, check_rc=0).stdout
     assert "Warning (larger_than_cluster, workloads[0].gpus): train:" in out
     assert "can never run here (asks for 128 GPUs, more than the cluster has" in out

@@ -40,6 +40,15 @@ class Utilization(Open):
     busy: Num | None
 
 
+class ScenarioWarning(Open):
+    code: str = Field(description="larger_than_cluster, no_gpu_type, larger_than_partition, larger_than_quota, "
+                                  "queue_without_quota")
+    workload: str
+    field: str = Field(description="the scenario field to change, e.g. workloads[0].gpus")
+    jobs: int
+    message: str
+
+
 class SimulationDocument(Open, Document):
     model_config = Open.model_config
     OMIT_NONE = ("failures", "services", "recorded_waits")
@@ -71,6 +80,8 @@ class SimulationDocument(Open, Document):
     timeseries: dict[str, list[Num]] = Field(description="t_hours and one series per measure, as long")
     traces: list[Any]
     notes: list[str]
+    warnings: list[ScenarioWarning] = Field(default_factory=list, description="jobs the scenario sends that can "
+                                            "never run here (sim/scenario_checks.py)")
 
 
 class SimulationCompareDocument(Open, Document):
