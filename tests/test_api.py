@@ -96,3 +96,13 @@ def test_simulate_from_a_path_or_a_loaded_scenario():
 def test_document_models_are_public():
     model = gpucluster.document_model("plan-train")
     assert model.model_json_schema(by_alias=True)["properties"]["schema"]["const"] == "gpucluster-plan-train/v1"
+
+
+def test_check_and_validate_stay_callable_once_their_packages_are_imported():
+    """`gpucluster.check` is also a package: importing it (the CLI does) must not hide the function."""
+    code = ("import gpucluster.check.engine, gpucluster.validate.runner, gpucluster;"
+            "r = gpucluster.check('examples/h200-256-ndr400.yaml', rules=['rack-power']);"
+            "rows = gpucluster.validate('validation/training-llama3-meta.yaml');"
+            "print(type(r).__name__, len(rows) > 0)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True).stdout
+    assert out.split() == ["CheckReport", "True"]

@@ -8,3 +8,7 @@ wrong, with the numbers behind each finding and the fix.
 - context.py: what rules read (spec, jobs, model) and the shared, cached estimates
 - engine.py: runs the rules, sorts findings, turns them into an exit code
 """
+
+from gpucluster.callable_module import make_callable
+
+make_callable(__name__, "gpucluster.check.request:check")   # gpucluster.check(...) is the API function too
