@@ -4,6 +4,7 @@ drivers (array engine, event simulator) agreeing, and `gpucluster simulate` with
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -11,8 +12,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from helpers import check_now, pending_or_running_are_reported, watch
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
+from test_invariants import scenarios   # the event simulator's random scenarios
+
+from gpucluster.errors import UserError
+from gpucluster.sim.metrics import gpu_time
+from gpucluster.sim.run import build
 
 pytest.importorskip("scipy", reason="the round-based policies solve LPs with scipy (pip install '.[test]')")
 
@@ -175,3 +182,34 @@ def test_cli_bad_throughput_table_is_one_line_exit_2(tmp_path):
                        timeout=120)
     assert r.returncode == 2
     assert "not JSON" in r.stderr and "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+SIM_POLICIES = ["max_min_fairness_perf", "max_min_fairness", "fifo_perf", "gavel_fifo", "finish_time_fairness_perf",
+                "finish_time_fairness", "throughput_per_dollar_perf"]
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_round_policies_keep_the_simulators_invariants(data):
+    # the event simulator's own random scenarios (2 GPU types, gangs, GPU-sharing pods, failures,
+    # services, horizons), run under a round-based policy with every check after every event
+    loaded = data.draw(scenarios())
+    policy = data.draw(st.sampled_from(SIM_POLICIES))
+    try:
+        sim = build(loaded, policy=policy, policy_field="policy")
+    except UserError as exc:
+        assume("no jobs" not in exc.reason)
+        raise
+    watch(sim)
+    sim.run()
+    check_now(sim)
+    s = sim.state
+    assert math.isclose(s.alloc_gpu_s + s.idle_gpu_s + s.down_gpu_s, s.capacity_gpu_s, rel_tol=1e-9, abs_tol=1e-6)
+    gt = gpu_time(list(sim.by_id.values()))
+    used = gt["useful"] + gt["checkpoint"] + gt["restart"] + gt["lost_failures"] + gt["lost_preemption"]
+    assert math.isclose(used, s.alloc_gpu_s, rel_tol=1e-6, abs_tol=1e-3)
+    pending_or_running_are_reported(sim)
+    if loaded.spec.horizon_days is None and not any(w.kind == "inference" for w in loaded.spec.workloads):
+        assert not sim.partial
+        for j in sim.by_id.values():   # every job ends (or is reported as never able to start)
+            assert j.state in ("completed", "failed", "cancelled") or j.reason, (j, j.reason)

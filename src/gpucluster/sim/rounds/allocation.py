@@ -257,11 +257,12 @@ class FinishTimeFairnessPerf(Allocator):
         n = int(live.sum())
         elapsed = (p.elapsed_s[live] if p.elapsed_s is not None else np.zeros(n)).astype(float)
         rem = (p.remaining[live] if p.remaining is not None else np.ones(n)).astype(float)
+        rem = np.where(np.isfinite(rem), rem, 0.0)   # a service replica has no finish time: no claim on rho
         if self.agnostic:   # remaining work in the same unit as the all-ones throughputs
             rem = rem / np.maximum(p.throughput[live].max(axis=1), 1e-300)
         share = min(1.0, float(p.capacity.sum()) / max(1.0, float(s.sum())))
         iso = equal_share_throughput(T, p.capacity) * share
-        denom = elapsed + rem / iso
+        denom = np.maximum(elapsed + rem / iso, 1e-9)   # a replica just started: no claim, no 0/0
         A0, b0, bounds = _base_lp(n, K, s, np.ones(n), p.capacity, ok)
         tp = np.zeros((n, n * K))
         for k in range(K):
