@@ -7,6 +7,7 @@ invalid, taken without an error).
     .venv/bin/python benchmarks/fuzz_long.py                 # 10,000 cases, fork server, 1 worker
     .venv/bin/python benchmarks/fuzz_long.py -n 1000 --keep /tmp/fuzz-failures
     .venv/bin/python benchmarks/fuzz_long.py -n 300 --compare   # fork vs exec: the same verdicts?
+    .venv/bin/python benchmarks/fuzz_long.py --index 507,2342     # rerun cases by index
 
 Two ways to run a case, both one process per case with the same limits:
 
@@ -277,6 +278,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("-n", "--cases", type=int, default=10_000)
     ap.add_argument("--first", type=int, default=0, help="index of the first case (cases are seeded by index)")
+    ap.add_argument("--index", type=lambda t: [int(x) for x in t.split(",") if x.strip()],
+                    help="run just these cases, e.g. --index 507,2342 (the failures of an earlier run)")
     ap.add_argument("--workers", type=int, default=1, help="cases at a time (default 1)")
     ap.add_argument("--exec", action="store_true", help="a fresh `gpucluster` process per case (no fork server)")
     ap.add_argument("--compare", action="store_true", help="run every case both ways; report verdicts that differ")
@@ -299,7 +302,8 @@ def main() -> int:
     prepare_s = time.monotonic() - t0
     work = Path(tempfile.mkdtemp(prefix="gpucluster-fuzz-"))
     results: list[dict] = []
-    jobs = ((i, m) for i in range(args.first, args.first + args.cases) for m in modes)
+    indices = args.index if args.index is not None else range(args.first, args.first + args.cases)
+    jobs = ((i, m) for i in indices for m in modes)
     try:
         for n, r in enumerate(run_all(jobs, work, args), 1):
             results.append(r)
