@@ -9,8 +9,9 @@ throughput table, 36 V100 + 36 P100 + 36 K80 (one GPU per server), 360 s rounds,
 the runs whose figures Gavel's own simulator gave (../shared/traces/README.md), which are
 printed beside ours with the ratio. `--json` prints one object per (trace, policy):
 trace, policy, jobs, mean_jct_h, makespan_h, utilization, cpu_s (+ finished, rounds,
-solves). cpu_s is this process's CPU time for the run (reading the trace excluded).
-Other policies: finish_time_fairness(_perf), throughput_per_dollar_perf (prices from the
+solves, switches, usd = GPU-hours held x USD per GPU-hour of the type). cpu_s is this
+process's CPU time for the run (reading the trace excluded). Other policies:
+finish_time_fairness(_perf), throughput_per_dollar_perf (prices: --prices, else the
 catalog's rental prices of the table's GPUs).
 """
 
@@ -56,7 +57,10 @@ def load(trace: Path, table: Path, gpus: list[str]) -> tuple[np.ndarray, ...]:
     return arrival, scale, steps, T
 
 
-def prices_of(gpus: list[str]) -> np.ndarray:
+def prices_of(gpus: list[str], given: str | None = None) -> np.ndarray:
+    """USD per GPU-hour of each table GPU: --prices, else the catalog's rental price."""
+    if given:
+        return np.array([float(x) for x in given.split(",")])
     from gpucluster.catalog import catalog
     from gpucluster.sim.throughputs import catalog_name
     out = []
@@ -68,21 +72,24 @@ def prices_of(gpus: list[str]) -> np.ndarray:
 
 
 def run_one(trace: Path, table: Path, policy: str, counts: list[int], gpus: list[str], round_s: float,
-            switch_s: float, seed: int) -> dict:
+            switch_s: float, seed: int, prices_arg: str | None = None) -> dict:
     from gpucluster.sim.rounds import load_all
     from gpucluster.sim.rounds.engine import run_rounds
     arrival, scale, steps, T = load(trace, table, gpus)
     alloc = load_all().get(policy)(seed=seed)
-    prices = prices_of(gpus) if "dollar" in alloc.name else None
+    prices = prices_of(gpus, prices_arg)
     t0 = time.process_time()
     res = run_rounds(arrival, scale, steps, T, np.array(counts), alloc, round_s=round_s, switch_s=switch_s,
-                     prices=prices)
+                     prices=prices if "dollar" in alloc.name else None)
     cpu = time.process_time() - t0
     jct = res.jct_s
     return {"trace": trace.stem, "policy": alloc.name, "jobs": len(arrival),
             "mean_jct_h": round(float(jct.mean()) / 3600, 2) if len(jct) else None,
             "makespan_h": round(res.makespan_s / 3600, 1), "utilization": round(res.utilization, 3),
-            "cpu_s": round(cpu, 2), "finished": int(res.finished.sum()), "rounds": res.rounds, "solves": res.solves}
+            "cpu_s": round(cpu, 2), "finished": int(res.finished.sum()), "rounds": res.rounds, "solves": res.solves,
+            "switches": res.switches,
+            # GPU-hours held by jobs x USD per GPU-hour of their type (idle GPUs not counted)
+            "usd": round(float((res.busy_gpu_s_by_type / 3600 * prices).sum()), 0)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -95,6 +102,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--round-s", type=float, default=360.0)
     ap.add_argument("--switch-s", type=float, default=0.0, help="seconds a job loses when it resumes or moves")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--prices", help="USD per GPU-hour per --gpus type, e.g. Gavel's 2.48,1.46,0.45 "
+                                     "(default: the catalog's rental prices)")
     ap.add_argument("--json", action="store_true", help="one JSON object per line per (trace, policy)")
     a = ap.parse_args(argv)
     from gpucluster.errors import UserError
@@ -114,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
             if not trace.is_file():
                 raise UserError("trace not found", file=str(trace))
             for pol in [p.strip() for p in a.policies.split(",") if p.strip()]:
-                row = run_one(trace, a.throughputs, pol, counts, gpus, a.round_s, a.switch_s, a.seed)
+                row = run_one(trace, a.throughputs, pol, counts, gpus, a.round_s, a.switch_s, a.seed, a.prices)
                 rows.append(row)
                 if a.json:
                     print(json.dumps(row), flush=True)

@@ -23,10 +23,10 @@ from gpucluster.sim.run import build
 
 pytest.importorskip("scipy", reason="the round-based policies solve LPs with scipy (pip install '.[test]')")
 
-from gpucluster.sim.rounds import load_all  # noqa: E402
-from gpucluster.sim.rounds.allocation import Problem  # noqa: E402
-from gpucluster.sim.rounds.engine import run_rounds  # noqa: E402
-from gpucluster.sim.rounds.mechanism import assign  # noqa: E402
+from gpucluster.sim.rounds import load_all
+from gpucluster.sim.rounds.allocation import Problem
+from gpucluster.sim.rounds.engine import run_rounds
+from gpucluster.sim.rounds.mechanism import assign
 
 DATA = Path(__file__).parent / "data"
 ROOT = Path(__file__).resolve().parents[2]
@@ -213,3 +213,17 @@ def test_round_policies_keep_the_simulators_invariants(data):
         assert not sim.partial
         for j in sim.by_id.values():   # every job ends (or is reported as never able to start)
             assert j.state in ("completed", "failed", "cancelled") or j.reason, (j, j.reason)
+
+
+def test_benchmark_interface_prints_one_json_object_per_trace_and_policy():
+    r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "sim_gavel.py"), "--trace", str(DATA / "gavel_small.trace"),
+                        "--throughputs", str(DATA / "gavel_throughputs_2019_sample.json"), "--cluster", "4:4:4",
+                        "--policies", "fifo,max_min_fairness_perf", "--json"],
+                       capture_output=True, text=True, cwd=ROOT, env=ENV, timeout=300)
+    assert r.returncode == 0, r.stderr
+    rows = [json.loads(line) for line in r.stdout.splitlines()]
+    assert [x["policy"] for x in rows] == ["fifo", "max_min_fairness_perf"]
+    for x in rows:
+        assert {"trace", "policy", "jobs", "mean_jct_h", "makespan_h", "utilization", "cpu_s"} <= set(x)
+        assert x["trace"] == "gavel_small" and x["jobs"] == x["finished"] == 40
+        assert 0 < x["utilization"] <= 1 and x["makespan_h"] > 0

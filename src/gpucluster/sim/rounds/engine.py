@@ -35,6 +35,7 @@ class RoundResult:
     rounds: int
     solves: int
     switches: int
+    busy_gpu_s_by_type: np.ndarray | None = None   # GPU-seconds held per type (cost per GPU type)
 
     @property
     def finished(self) -> np.ndarray:
@@ -77,6 +78,7 @@ def run_rounds(arrival_s: np.ndarray, scale: np.ndarray, steps: np.ndarray, thro
     active: list[int] = []
     nxt, t, since = 0, 0.0, 0.0
     busy, rounds, solves, switches = 0.0, 0, 0, 0
+    by_type = np.zeros(K)
     X = np.zeros((0, K))
     A = np.zeros(0, dtype=np.int64)
     changed = False
@@ -116,6 +118,7 @@ def run_rounds(arrival_s: np.ndarray, scale: np.ndarray, steps: np.ndarray, thro
         rem[idx] = np.where(fin, 0.0, rem[idx] - rate * (round_s - over))
         end[idx[fin]] = t + used[fin]
         busy += float((sc[idx] * used).sum())
+        np.add.at(by_type, k, sc[idx] * used)
         received[idx, k] += used
         service[idx] += used
         prev[A] = -1
@@ -138,6 +141,7 @@ def run_rounds(arrival_s: np.ndarray, scale: np.ndarray, steps: np.ndarray, thro
             d = n * round_s
             rem[idx] -= rate * d
             busy += float(sc[idx].sum()) * d
+            np.add.at(by_type, k, sc[idx] * d)
             received[idx, k] += d
             service[idx] += d
             since += d
@@ -145,4 +149,4 @@ def run_rounds(arrival_s: np.ndarray, scale: np.ndarray, steps: np.ndarray, thro
             rounds += n
     ends = end[~np.isnan(end)]
     makespan = float(ends.max()) if len(ends) else 0.0
-    return RoundResult(end, arr, sc, busy, makespan, int(cap.sum()), rounds, solves, switches)
+    return RoundResult(end, arr, sc, busy, makespan, int(cap.sum()), rounds, solves, switches, by_type)
