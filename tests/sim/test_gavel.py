@@ -112,3 +112,45 @@ def test_default_table_is_found_beside_the_shared_traces():
 def test_gavel_gpu_names_resolve_through_catalog_aliases():
     assert catalog_name("v100") == "V100-SXM2-16GB"
     assert catalog_name("not-a-gpu-xyz") == "not-a-gpu-xyz"
+
+
+def _training_scenario(tmp_path, job_type: str):
+    from gpucluster.specs.scenario import load_scenario
+    p = tmp_path / "s.yaml"
+    p.write_text(f"""
+name: typed
+cluster:
+  name: mixed
+  fabric: {{topology: fat-tree, switch: QM9700}}
+  node_pools:
+    - {{name: v100, count: 2, gpu: "v100:1", cpu_cores: 8, ram_gib: 61, nics_per_node: 1, nic: NDR400}}
+    - {{name: k80, count: 2, gpu: "k80:1", cpu_cores: 4, ram_gib: 61, nics_per_node: 1, nic: NDR400}}
+policy: max_min_fairness_perf
+workloads:
+  - kind: training
+    name: resnet
+    arrivals: {{per_day: 24, count: 4}}
+    gpus: 1
+    duration_hours: 2
+    job_type: "{job_type}"
+    throughputs: {T2019}
+""")
+    return load_scenario(p)
+
+
+def test_training_workload_names_a_job_type_and_gets_table_speeds(tmp_path):
+    from gpucluster.sim.run import build
+    sim = build(_training_scenario(tmp_path, "ResNet-18 (batch size 32)"))
+    raw = json.loads(T2019.read_text())["k80"]["ResNet-18 (batch size 32)"]["null"]
+    ref = json.loads(T2019.read_text())["v100"]["ResNet-18 (batch size 32)"]["null"]
+    for j in sim.by_id.values():
+        assert j.speeds["V100-SXM2-16GB"] == 1.0
+        assert j.speeds["K80"] == pytest.approx(raw / ref)
+
+
+def test_training_workload_unknown_job_type_lists_the_table_types(tmp_path):
+    from gpucluster.sim.run import build
+    with pytest.raises(UserError) as e:
+        build(_training_scenario(tmp_path, "ResNet-9000"))
+    assert "unknown job type 'ResNet-9000'" in e.value.message and "ResNet-18 (batch size 32)" in e.value.message
+    assert "job_type" in e.value.message

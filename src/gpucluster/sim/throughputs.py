@@ -209,3 +209,29 @@ def cluster_speeds(jobs: list, cluster_types: list[str], notes: list[str], workl
         best = max(j.speeds.values())
         return {t: j.speeds.get(g, 0.0) / best for t, g in match.items()}
     return speeds
+
+
+def table_speeds(loaded, w, loc: tuple, types: list[str], reference: str,
+                 gpu_counts: list[int]) -> dict[int, dict[str, float]]:
+    """Speeds of a training workload's `job_type` on each cluster type, relative to its
+    reference type (what duration_hours is measured on), per GPU count."""
+    path = loaded.path(w.throughputs)
+    if not path.is_file():
+        raise UserError(f"throughput table not found: {path}", **loaded.where(*loc, "throughputs"))
+    table = read_table(path)
+    if w.job_type not in table.job_types:
+        from gpucluster.errors import unknown_name
+        raise unknown_name("job type", w.job_type, table.job_types, **loaded.where(*loc, "job_type"))
+    by_type = {t: g for t in types for g in table.gpus if catalog_name(g) == t or g.lower() == t.lower()}
+    if reference not in by_type:
+        raise UserError(f"the throughput table has no GPU type matching {reference} (it has "
+                        f"{', '.join(table.gpus)}); set reference_gpu to one of the cluster's types it has",
+                        **loaded.where(*loc, "reference_gpu"))
+    out = {}
+    for n in gpu_counts:
+        ref = table.throughput(w.job_type, by_type[reference], n)
+        if ref <= 0:
+            raise UserError(f"{w.job_type} has no throughput on {by_type[reference]} x {n}",
+                            **loaded.where(*loc, "job_type"))
+        out[n] = {t: table.throughput(w.job_type, by_type[t], n) / ref if t in by_type else 0.0 for t in types}
+    return out

@@ -141,11 +141,16 @@ def training(ctx: Context, w: Any, loc: tuple) -> None:
     else:
         hours = sample(w.duration_hours, n, rng, ctx.loaded.base, ctx.loaded.where(*loc, "duration_hours"))
         speeds = peak_speeds(types, reference)
+        if w.job_type is not None:   # a throughput table's job type: speeds per (GPU type, GPU count)
+            from gpucluster.sim.throughputs import table_speeds
+            by_gpus = table_speeds(ctx.loaded, w, loc, types, reference, sorted(set(gpus.tolist())))
     for i in range(n):
         g = int(gpus[i])
         if w.model is not None:
             work, speeds = works[g]
         else:
+            if w.job_type is not None:
+                speeds = by_gpus[g]
             work = float(hours[i]) * 3600.0
         ctx.new_job(cls=w.name, util=w.gpu_util, kind="training", gpus=g, submit=float(times[i]), work=work,
                     types=frozenset(types) if w.gpu_types else None, speeds=speeds, queue=w.queue,

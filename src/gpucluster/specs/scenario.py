@@ -132,6 +132,11 @@ class Training(_Workload):
     precision: Literal["bf16", "fp16", "fp8"] = "bf16"
     reference_gpu: str | None = Field(None, description="GPU type duration_hours refers to (default: the "
                                                         "first pool's)")
+    job_type: str | None = Field(None, description="with duration_hours: a job type of the throughput table "
+                                                   "(e.g. Gavel's 'ResNet-50 (batch size 64)'); its steps/s on "
+                                                   "each GPU type give the speeds")
+    throughputs: str | None = Field(None, description="with job_type: the throughput table (Gavel's JSON), "
+                                                      "relative to the scenario")
     checkpoint_minutes: float = Field(0.0, ge=0, description="work between checkpoints, minutes; 0 = none")
     checkpoint_write_s: float = Field(0.0, ge=0, description="time to write one checkpoint, s")
     restart_s: float = Field(0.0, ge=0, description="time to reload and resume after a restart, s")
@@ -143,6 +148,8 @@ class Training(_Workload):
             raise ValueError("give duration_hours or model (with tokens), not both")
         if self.model is not None and self.tokens is None:
             raise ValueError("model needs tokens (e.g. tokens: 20B)")
+        if (self.job_type is None) != (self.throughputs is None) or (self.job_type and self.model):
+            raise ValueError("job_type and throughputs go together, with duration_hours (not model)")
         return self
 
 
