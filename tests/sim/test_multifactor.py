@@ -8,9 +8,9 @@ import math
 import pytest
 
 from gpucluster.errors import UserError
-from gpucluster.sim.jobs import COMPLETED, RUNNING, Job
+from gpucluster.sim.jobs import COMPLETED, Job
 from gpucluster.sim.policies import load_all
-from gpucluster.sim.policies.fairshare import FairShare, decay_factor, decayed_usage, fairshare_factor
+from gpucluster.sim.policies.fairshare import FairShare, decay_factor, decayed_integral, fairshare_factor
 from gpucluster.sim.policies.multifactor import (
     Multifactor,
     age_factor,
@@ -54,7 +54,7 @@ def test_classic_fairshare_factor_two_to_minus_usage_over_shares():
     # shares 1 and 3 (normalized 0.25, 0.75), usage 300 and 100 GPU-s (normalized 0.75, 0.25)
     fs = FairShare({"a": 1, "b": 3}, half_life_s=0)
     fs.usage = {"a": 300.0, "b": 100.0}
-    f = fs.factors()
+    f = fs.factors(0.0)
     assert f["a"] == pytest.approx(2 ** -3)               # 2^(-0.75/0.25) = 0.125
     assert f["b"] == pytest.approx(2 ** (-1 / 3))          # 2^(-0.25/0.75) = 0.794
     assert fairshare_factor(0.0, 0.5) == 1.0 and fairshare_factor(0.5, 0.5) == 0.5
@@ -66,19 +66,22 @@ def test_usage_decays_by_the_half_life():
     ln2 = math.log(2)
     assert decay_factor(2 * day, day) == 0.25 and decay_factor(5 * day, 0) == 1.0
     fs = FairShare({"a": 1}, half_life_s=day)
-    job = Job(id=1, cls="c", kind="batch", gpus=4, submit=0.0, work=10 * day, account="a")
-    job.state, job.run_start = RUNNING, 0.0
-    fs.started(job, "a")
-    fs.update(day)                     # 4 GPUs for a day, each second decayed since: 4 x H/ln2 x (1 - 1/2)
+    fs.on_start("a", 4, 0.0)
+    fs.factors(day)                    # 4 GPUs for a day, each second decayed since: 4 x H/ln2 x (1 - 1/2)
     assert fs.usage["a"] == pytest.approx(2 * day / ln2)
-    fs.update(2 * day)                 # the first day halves, the second adds the same again
+    fs.factors(2 * day)                # the first day halves, the second adds the same again
     assert fs.usage["a"] == pytest.approx(day / ln2 + 2 * day / ln2)
-    job.attained, job.state, job.end = 4 * 2.5 * day, COMPLETED, 2.5 * day    # it ended at 2.5 days
-    fs.update(3 * day)                 # (2, 2.5] used, seen from 3: 4 H/ln2 (2^-0.5 - 2^-1)
+    fs.on_stop("a", 4, 2.5 * day)      # it ends at 2.5 days
+    fs.factors(3 * day)                # (2, 2.5] used, seen from 3: 4 H/ln2 (2^-0.5 - 2^-1)
     tail = 4 * day / ln2 * (2 ** -0.5 - 2 ** -1)
     assert fs.usage["a"] == pytest.approx(3 * day / ln2 / 2 + tail)
-    fs.update(4 * day)                 # nothing runs any more: decay only
+    fs.factors(4 * day)                # nothing runs any more: decay only
     assert fs.usage["a"] == pytest.approx((3 * day / ln2 / 2 + tail) / 2)
+    flat = FairShare({"a": 1}, half_life_s=0)   # no decay: GPU-seconds
+    flat.on_start("a", 2, 10.0)
+    flat.on_stop("a", 2, 110.0)
+    flat.factors(1e6)
+    assert flat.usage["a"] == 200.0
 
 
 def test_decay_is_the_limit_of_slurms_per_period_sum():
@@ -86,9 +89,8 @@ def test_decay_is_the_limit_of_slurms_per_period_sum():
     h, p, gpus, n = 7 * 86400.0, 300.0, 8, 2016       # a week of 8 GPUs, in 5-minute periods
     d = 2 ** (-p / h)
     slurm = sum(gpus * p * d ** i for i in range(n))
-    ours = decayed_usage(gpus * p * n, gpus, n * p, n * p, h)
-    assert ours == pytest.approx(slurm, rel=p / h)
-    assert decayed_usage(100.0, 1, 50.0, 90.0, 0) == 100.0   # no decay
+    assert gpus * decayed_integral(n * p, h) == pytest.approx(slurm, rel=p / h)
+    assert decayed_integral(100.0, 0) == 100.0   # no decay
 
 
 def test_job_size_factor_as_slurm_averages_nodes_and_gpus():
@@ -219,3 +221,25 @@ def test_backfill_under_multifactor_and_strict_order(tmp_path):
     assert bf["fill"] == 2 and bf["head"] == 60
     strict = _starts(tmp_path, rows, backfill=False, **opts)
     assert strict["head"] == 60 and strict["fill"] == 70
+
+
+def test_usage_follows_every_start_and_stop_of_the_run(tmp_path):
+    from gpucluster.sim.run import build
+    w = [{"kind": "trace", "name": "h", "format": "sacct", "path": sacct(tmp_path, FS_ROWS)}]
+    from helpers import pool
+    sim = build(scenario(w, policy="multifactor", policy_options={"PriorityWeightFairshare": 1,
+                                                                    "PriorityDecayHalfLife": "1-0"},
+                         pools=[pool("a", "H100", 1, 8)]))
+    sim.run()
+    h = 86400.0
+    end = sim.end_time
+    sim.policy.fairshare.factors(end)
+
+    def used(gpus, a, b):   # a job on [a, b], as it counts at the end
+        return gpus * (decayed_integral(end - a, h) - decayed_integral(end - b, h))
+    expect = {"heavy": 0.0, "light": 0.0}
+    for j in sim.by_id.values():
+        expect[j.account] += used(j.gpus, j.first_start, j.end)
+    assert sim.policy.fairshare.usage["heavy"] == pytest.approx(expect["heavy"])
+    assert sim.policy.fairshare.usage["light"] == pytest.approx(expect["light"])
+    assert expect["heavy"] > expect["light"] > 0

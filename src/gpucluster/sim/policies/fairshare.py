@@ -12,15 +12,14 @@ Decay: Slurm's documented usage is U = u(this period) + D u(last period) + D^2 u
 before) + ..., D = 2 ** (-PriorityCalcPeriod / PriorityDecayHalfLife), its decay thread
 applying D every PriorityCalcPeriod (5 minutes). Here each GPU-second used at time s counts
 2 ** (-(now - s) / half-life) at `now`: the same sum with periods shrunk to zero, within
-PriorityCalcPeriod / half-life (5 minutes / 7 days: 5e-4) of Slurm's, and exact however
-long the simulator goes between two updates. A half-life of 0 disables decay.
+PriorityCalcPeriod / half-life (5 minutes / 7 days: 5e-4) of Slurm's. Starts and stops come
+from the simulator's hooks at the instant they happen. A half-life of 0 disables decay.
 """
 
 from __future__ import annotations
 
 import math
 
-from gpucluster.sim.jobs import RUNNING, Job
 
 
 def fairshare_factor(usage_norm: float, shares_norm: float) -> float:
@@ -37,58 +36,49 @@ def decay_factor(dt_s: float, half_life_s: float) -> float:
     return 2.0 ** (-dt_s / half_life_s)
 
 
-def decayed_usage(gpu_s: float, gpus: int, end: float, now: float, half_life_s: float) -> float:
-    """`gpu_s` used by `gpus` GPUs up to `end`, as it counts at `now`:
-    gpus x integral over [end - gpu_s/gpus, end] of 2^(-(now - s)/half-life) ds."""
-    if half_life_s <= 0 or gpu_s <= 0:
-        return gpu_s
-    k = math.log(2) / half_life_s
-    start = end - gpu_s / max(gpus, 1)
-    return max(gpus, 1) * (math.exp(-k * (now - end)) - math.exp(-k * (now - start))) / k
+def decayed_integral(dt_s: float, half_life_s: float) -> float:
+    """What one GPU busy for the last dt_s counts now: integral of 2^(-(dt - s)/H) over [0, dt]."""
+    if half_life_s <= 0:
+        return dt_s
+    return half_life_s / math.log(2) * (1.0 - 2.0 ** (-dt_s / half_life_s))
 
 
 class FairShare:
-    """Decayed GPU-second usage per account, fed by the jobs the policy starts."""
+    """Decayed GPU-second usage per account. Each account's usage is advanced lazily: its GPUs in
+    use are constant between two job starts or stops, so usage(t) = usage(t0) x decay(t - t0) +
+    GPUs x decayed_integral(t - t0), exact, O(1) per start, stop and look-up."""
 
     def __init__(self, shares: dict[str, float], half_life_s: float) -> None:
         self.shares = dict(shares)
         self.half_life_s = half_life_s
         self.usage: dict[str, float] = {a: 0.0 for a in self.shares}
-        self.t = 0.0
-        self._jobs: dict[int, tuple[Job, str, float]] = {}   # running job -> (job, account, GPU-s counted)
+        self.gpus: dict[str, float] = {a: 0.0 for a in self.shares}   # in use now
+        self.t: dict[str, float] = {a: 0.0 for a in self.shares}      # usage is valued at this time
 
     def account_known(self, account: str) -> None:
         if account not in self.shares:
             self.shares[account] = 1.0   # Slurm's default Fairshare=1
-            self.usage[account] = 0.0
+            self.usage[account] = self.gpus[account] = self.t[account] = 0.0
 
-    def started(self, job: Job, account: str) -> None:
+    def advance(self, account: str, now: float) -> None:
+        dt = now - self.t[account]
+        if dt > 0:
+            self.usage[account] = (self.usage[account] * decay_factor(dt, self.half_life_s)
+                                   + self.gpus[account] * decayed_integral(dt, self.half_life_s))
+            self.t[account] = now
+
+    def on_start(self, account: str, gpus: float, now: float) -> None:
         self.account_known(account)
-        self._jobs[job.id] = (job, account, job.attained)
+        self.advance(account, now)
+        self.gpus[account] += gpus
 
-    def update(self, now: float) -> None:
-        """Decay the usage to `now`, then add what the started jobs used since the last update,
-        each GPU-second decayed from when it was used (the job's last GPU-seconds, run back to
-        back up to its end or now)."""
-        d = decay_factor(now - self.t, self.half_life_s)
-        if d != 1.0:
-            for a in self.usage:
-                self.usage[a] *= d
-        done = []
-        for jid, (job, account, counted) in self._jobs.items():
-            running = job.state == RUNNING
-            total = job.attained + (job.gpus * (now - job.run_start) if running else 0.0)
-            end = now if running or job.end is None else job.end
-            self.usage[account] += decayed_usage(total - counted, job.gpus, end, now, self.half_life_s)
-            if running:
-                self._jobs[jid] = (job, account, total)
-            else:
-                done.append(jid)
-        for jid in done:
-            del self._jobs[jid]
-        self.t = now
+    def on_stop(self, account: str, gpus: float, now: float) -> None:
+        self.advance(account, now)
+        self.gpus[account] = max(0.0, self.gpus[account] - gpus)
 
-    def factors(self) -> dict[str, float]:
+    def factors(self, now: float) -> dict[str, float]:
+        for a in self.usage:
+            self.advance(a, now)
         total_shares = sum(self.shares.values())
         total_usage = sum(self.usage.values())
         out = {}

@@ -37,7 +37,7 @@ from gpucluster.errors import UserError
 from gpucluster.sim.jobs import PENDING, Job
 from gpucluster.sim.policies import policies
 from gpucluster.sim.policies.backfill import EasyBackfill
-from gpucluster.sim.policies.base import Decision, Start, View
+from gpucluster.sim.policies.base import Decision, View
 from gpucluster.sim.policies.fairshare import FairShare
 
 WEIGHTS = ("PriorityWeightAge", "PriorityWeightFairshare", "PriorityWeightJobSize", "PriorityWeightPartition",
@@ -145,14 +145,19 @@ class Multifactor(EasyBackfill):
         self._entry: dict[int, tuple] = {}   # job id -> its current (-priority, submit, seq, job)
         self._sorted: list[tuple] = []     # entries of waiting jobs, sorted; stale ones skipped
         self._by_id: dict[int, Job] | None = None
+        self._fs: dict[str, float] = {}          # fair-share factors of the last calculation
         self._size: tuple[int, int, int] | None = None   # cluster nodes, GPUs, GPUs of the largest node
 
     # -- factors --------------------------------------------------------------------
     def prepare(self, sim: Any) -> None:
-        """Every account of the workload holds its shares from the start, as Slurm's associations do."""
+        """Every account of the workload holds its shares from the start, as Slurm's associations do;
+        usage follows every start and stop at the instant it happens (the simulator's hooks)."""
         for j in sim.jobs:
             self.fairshare.account_known(self.account_of(j))
         self._by_id = sim.by_id
+        fs, acct, kernel = self.fairshare, self.account_of, sim.kernel
+        sim.hooks_start.append(lambda job: fs.on_start(acct(job), job.gpu_share, kernel.now))
+        sim.hooks_stop.append(lambda job, _why: fs.on_stop(acct(job), job.gpu_share, kernel.now))
 
     @staticmethod
     def account_of(job: Job) -> str:
@@ -167,9 +172,9 @@ class Multifactor(EasyBackfill):
         n_nodes, n_gpus, per_node = self._size
         nodes = job.extra.get("nodes") or max(1, math.ceil(job.gpus / per_node))
         account = self.account_of(job)
-        if account not in fs:
+        if account not in fs:   # an account no job of the workload had when the run began
             self.fairshare.account_known(account)
-            fs = self.fairshare.factors()
+            fs.update(self.fairshare.factors(now))
         return {"PriorityWeightAge": age_factor(now - job.submit, self.max_age_s),
                 "PriorityWeightFairshare": fs[account],
                 "PriorityWeightJobSize": size_factor(int(nodes), n_nodes, job.gpu_share, n_gpus, self.favor_small),
@@ -185,13 +190,12 @@ class Multifactor(EasyBackfill):
         """Waiting jobs by priority (highest first), then submission."""
         now = view.now
         if now - self.last_calc >= self.calc_period_s:
-            self.fairshare.update(now)
-            fs = self.fairshare.factors()
+            fs = self._fs = self.fairshare.factors(now)
             self._entry = {j.id: (-self.priority(j, now, fs, view), j.submit, j.seq, j) for j in view.queue}
             self._sorted = sorted(self._entry.values())
             self.last_calc = now
-        elif view.new:
-            fs = self.fairshare.factors()
+        elif view.new:   # new jobs get their priority now, with the fair share of the last calculation
+            fs = self._fs
             by_id = self._by_id
             new = [by_id[i] for i in view.new if i in by_id] if by_id is not None else \
                 [j for j in view.queue if j.id in view.new]
@@ -208,11 +212,8 @@ class Multifactor(EasyBackfill):
         recalc = view.now - self.last_calc >= self.calc_period_s
         if recalc and not view.full:
             view = replace(view, full=True)   # the order changed: every job is looked at again
+        if self._by_id is None and self.weights["PriorityWeightFairshare"]:
+            raise RuntimeError("multifactor's fair share needs prepare(sim) before the run (run.build calls it)")
         if self.backfill:
-            out = super().schedule(view)
-        else:
-            out = self.greedy(view, self.order(view), blocking=True)
-        for d in out:
-            if isinstance(d, Start):
-                self.fairshare.started(d.job, self.account_of(d.job))
-        return out
+            return super().schedule(view)
+        return self.greedy(view, self.order(view), blocking=True)
