@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 ENGINES := $(VENV)/.engines
 
-.PHONY: demo test install engines clean bench browser lint
+.PHONY: demo test test-fast install engines clean bench browser lint
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -47,8 +47,20 @@ demo: $(STAMP)
 		$(BIN)/gpucluster validate $(SHARED)/validation/collective-public.yaml $(SHARED)/validation/training-public.yaml; \
 	fi
 
+# Tiers (tests/conftest.py marks them by location; docs/performance.md): unit and in-process tests
+# run on every core (pytest-xdist); integration (real Slurm, Ray, torch.distributed, netns, the
+# console script in subprocesses) and browser tests share engines and ports, so they run one at a time.
+FAST := -m "not integration and not browser"
+XDIST ?= -n auto
+
 test: $(STAMP) browser $(ENGINES)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest $(FAST) $(XDIST); fast=$$?; \
+	$(BIN)/python -m pytest -m "integration or browser"; slow=$$?; \
+	exit $$(( fast || slow ))
+
+# The unit and in-process tier alone: no engines, no browser, under a minute of CPU.
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest $(FAST) $(XDIST)
 
 # Static checks: ruff and mypy (pydantic plugin) over src/ tests/ benchmarks/, both at 0 errors
 # (rules and reasons: docs/development.md). mypy keeps its cache in .mypy_cache, so a rerun is fast.
