@@ -83,13 +83,16 @@ def run_one(trace: Path, table: Path, policy: str, counts: list[int], gpus: list
                      prices=prices if "dollar" in alloc.name else None)
     cpu = time.process_time() - t0
     jct = res.jct_s
+    by_type = res.busy_gpu_s_by_type
+    if by_type is None:      # run_rounds always fills it
+        raise RuntimeError("run_rounds returned no GPU time per type")
     return {"trace": trace.stem, "policy": alloc.name, "jobs": len(arrival),
             "mean_jct_h": round(float(jct.mean()) / 3600, 2) if len(jct) else None,
             "makespan_h": round(res.makespan_s / 3600, 1), "utilization": round(res.utilization, 3),
             "cpu_s": round(cpu, 2), "finished": int(res.finished.sum()), "rounds": res.rounds, "solves": res.solves,
             "switches": res.switches,
             # GPU-hours held by jobs x USD per GPU-hour of their type (idle GPUs not counted)
-            "usd": round(float((res.busy_gpu_s_by_type / 3600 * prices).sum()), 0)}
+            "usd": round(float((by_type / 3600 * prices).sum()), 0)}
 
 
 def main(argv: list[str] | None = None) -> int:
