@@ -236,7 +236,10 @@ def test_metrics_never_exports_negative_or_nan(tmp_path, field, value):
     one_line_error("metrics", p, needle="gpu_hours.useful: must be a finite number >= 0")
     sim = {"schema": "gpucluster-simulation/v1", "jobs": {"completed": [[1]], "not_run": {"no capacity": 2}}}
     p.write_text(json.dumps(sim))                   # fuzz case 507: a list where a count belongs was skipped
-    one_line_error("metrics", p, needle="jobs.completed: must be a finite number >= 0")
+    one_line_error("metrics", p, needle="jobs.completed: must be a whole number >= 0")
+    sim["jobs"]["completed"] = -0.0                 # fuzz case 5057: a count of -0.0 jobs
+    p.write_text(json.dumps(sim))
+    one_line_error("metrics", p, needle="jobs.completed: must be a whole number >= 0")
 
 
 # --- YAML readers: size in values, a value that cannot be built, standard input ---------------------

@@ -80,9 +80,11 @@ def _check_simulation(doc: dict, source: str) -> None:
 
     from gpucluster.errors import UserError
 
-    def number(v: object, field: str, hi: float = math.inf, null: bool = False) -> None:
+    def number(v: object, field: str, hi: float = math.inf, null: bool = False, count: bool = False) -> None:
         if v is None and null:
             return
+        if count and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
+            raise UserError(f"must be a whole number >= 0 (a count of jobs), got {v!r}"[:200], file=source, field=field)
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or not 0 <= v <= hi:
             rng = "0 to 1" if hi == 1 else ">= 0"
             raise UserError(f"must be a finite number {rng}{' or null' if null else ''}, got {v!r}"[:200],
@@ -111,7 +113,7 @@ def _check_simulation(doc: dict, source: str) -> None:
     for k, v in mapping(doc.get("jobs"), "jobs").items():
         if not isinstance(v, dict):             # a mapping is a breakdown (not_run by reason): not exported
             name(k, "jobs")
-            number(v, f"jobs.{k}")
+            number(v, f"jobs.{k}", count=True)
     if "goodput" in doc:
         number(doc["goodput"], "goodput", hi=1, null=True)
     for cls, c in mapping(doc.get("classes"), "classes").items():
