@@ -17,7 +17,7 @@ fragmentation measure.
 The defaults are ../shared/traces' openb node and pod lists. That pod list names no
 GPU type; `--gpu-spec-share S` makes a constrained variant: a seeded share S of
 the GPU pods gets a `gpu_spec` of one GPU model, drawn in proportion to the
-model's GPUs in the node list (so each type's demand matches its supply).
+models' GPUs in the node list among the models with a node that can hold the pod.
 
 `--json` prints one object per line per (trace, policy, arrived level): the
 allocation rate, the unallocated-GPU share (1 - allocation), fragmentation over
@@ -47,17 +47,21 @@ SHARED = Path(__file__).resolve().parents[2] / "shared" / "traces"
 
 
 def constrain(pods: list, nodes: list, share: float, seed: int = 0) -> list:
-    """A share of the GPU pods limited to one GPU model, drawn by the models' GPU counts."""
+    """A share of the GPU pods limited to one GPU model, drawn by the models' GPU counts among the
+    models with a node that can hold the pod (GPUs, CPU, memory), so no constraint is impossible."""
     gpus_by_model: dict[str, int] = {}
     for n in nodes:
         gpus_by_model[n.gpu_type] = gpus_by_model.get(n.gpu_type, 0) + n.gpus
     models = sorted(gpus_by_model)
-    weight = np.array([gpus_by_model[m] for m in models], dtype=float)
     rng = np.random.default_rng(seed)
     out = []
     for p in pods:
         if p.gpus > 0 and p.gpu_types is None and rng.random() < share:
-            p = dataclasses.replace(p, gpu_types=(models[int(rng.choice(len(models), p=weight / weight.sum()))],))
+            ok = [m for m in models if any(n.gpu_type == m and n.gpus >= p.gpus and n.cpu_milli >= p.cpu_milli
+                                           and n.mem_mib >= p.mem_mib for n in nodes)]
+            if ok:
+                w = np.array([gpus_by_model[m] for m in ok], dtype=float)
+                p = dataclasses.replace(p, gpu_types=(ok[int(rng.choice(len(ok), p=w / w.sum()))],))
         out.append(p)
     return out
 
