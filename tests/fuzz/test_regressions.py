@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -231,7 +232,7 @@ def test_metrics_never_exports_negative_or_nan(tmp_path, field, value):
     storage = {"schema": "gpucluster-bench-storage/v1", "path": "/x", "write_gbps": -1.0, "read_gbps": float("nan")}
     p.write_text(json.dumps(storage, allow_nan=True))
     one_line_error("metrics", p, needle="write_gbps: must be a finite number >= 0")
-    sim = {"schema": "gpucluster-simulation/v1", "scenario": "s", "gpu_hours": {"useful": value}}
+    sim: dict[str, Any] = {"schema": "gpucluster-simulation/v1", "scenario": "s", "gpu_hours": {"useful": value}}
     p.write_text(json.dumps(sim, allow_nan=True))
     one_line_error("metrics", p, needle="gpu_hours.useful: must be a finite number >= 0")
     sim = {"schema": "gpucluster-simulation/v1", "jobs": {"completed": [[1]], "not_run": {"no capacity": 2}}}
