@@ -70,7 +70,6 @@ def run_rounds(arrival_s: np.ndarray, scale: np.ndarray, steps: np.ndarray, thro
     order = np.argsort(arr, kind="stable")
     rem = np.asarray(steps, dtype=float).copy()
     end = np.full(N, np.nan)
-    received = np.zeros((N, K))
     service = np.zeros(N)
     prev = np.full(N, -1, dtype=np.int64)
     # a job no type can ever hold never runs (Gavel would wait forever): leave it out
@@ -81,6 +80,8 @@ def run_rounds(arrival_s: np.ndarray, scale: np.ndarray, steps: np.ndarray, thro
     by_type = np.zeros(K)
     X = np.zeros((0, K))
     A = np.zeros(0, dtype=np.int64)
+    arrA, scA, TA, recA = np.zeros(0), np.zeros(0, dtype=np.int64), np.zeros((0, K)), np.zeros((0, K))
+    integral, holds = False, np.zeros(0, dtype=bool)
     changed = False
     while (nxt < N or active) and t < max_s:
         while nxt < N and arr[order[nxt]] <= t:
@@ -95,44 +96,51 @@ def run_rounds(arrival_s: np.ndarray, scale: np.ndarray, steps: np.ndarray, thro
             continue
         if changed:
             A = np.array(active, dtype=np.int64)
-            prob = Problem(A, T[A], sc[A], cap, prices, t - arr[A], rem[A])
-            X = allocator.allocate(prob)
+            arrA, scA, TA = arr[A], sc[A], T[A]
+            # the policies see speeds relative to each job's fastest type and work in seconds there,
+            # as the event simulator's jobs carry them: the same LP, whichever driver asks
+            best = TA.max(axis=1)
+            X = allocator.allocate(Problem(A, TA / best[:, None], scA, cap, prices, t - arrA, rem[A] / best))
             solves += 1
-            received[A] = 0.0
+            recA = np.zeros((len(A), K))   # time received per type since this allocation
             since = 0.0
             changed = False
-        age = np.maximum(t - arr[A], 1.0)
-        asg = assign(X, received[A], since, sc[A], cap, service[A] / age)
+            # an integral X (FIFO, an underloaded cluster) may be a fixed point: see below
+            integral = bool(np.all((X == 0) | (X >= 1 - 1e-9)))
+            holds = X.sum(axis=1) > 0
+        asg = assign(X, recA, since, scA, cap, service[A] / np.maximum(t - arrA, 1.0))
         if check is not None:
-            check(X, asg, sc[A], cap)
+            check(X, asg, scA, cap)
         rounds += 1
-        run = asg >= 0
-        idx, k = A[run], asg[run]
+        r = np.flatnonzero(asg >= 0)
+        idx, k = A[r], asg[r]
         moved = (prev[idx] != k) & (service[idx] > 0)
         over = np.where(moved, switch_s, 0.0)
         switches += int(moved.sum())
-        rate = T[idx, k]
+        rate = TA[r, k]
         need = rem[idx] / rate
         fin = need <= round_s - over + 1e-9
         used = np.where(fin, over + need, round_s)
         rem[idx] = np.where(fin, 0.0, rem[idx] - rate * (round_s - over))
-        end[idx[fin]] = t + used[fin]
-        busy += float((sc[idx] * used).sum())
-        np.add.at(by_type, k, sc[idx] * used)
-        received[idx, k] += used
+        held = scA[r] * used
+        busy += float(held.sum())
+        by_type += np.bincount(k, weights=held, minlength=K)
+        recA[r, k] += used
         service[idx] += used
         prev[A] = -1
         prev[idx] = k
         since += round_s
-        t += round_s
         if fin.any():
+            end[idx[fin]] = t + used[fin]
             done = set(idx[fin].tolist())
             active = [j for j in active if j not in done]
             changed = True
+            t += round_s
             continue
-        # a fixed point: integral X, every allocated job running -> skip to the next event
-        xa = X[np.arange(len(A)), np.maximum(asg, 0)]
-        if not np.all(np.where(run, xa >= 1 - 1e-9, X.sum(axis=1) == 0)) or not run.any():
+        t += round_s
+        # a fixed point: integral X and every job holding an allocation runs there -> nothing
+        # changes before the next arrival or completion: advance those rounds in one step
+        if not integral or len(r) == 0 or len(r) != int(holds.sum()) or np.any(X[r, k] < 1 - 1e-9):
             continue
         n = int(np.min(np.floor(rem[idx] / (rate * round_s) - 1e-9)))
         if nxt < N:
@@ -140,9 +148,9 @@ def run_rounds(arrival_s: np.ndarray, scale: np.ndarray, steps: np.ndarray, thro
         if n >= 1:
             d = n * round_s
             rem[idx] -= rate * d
-            busy += float(sc[idx].sum()) * d
-            np.add.at(by_type, k, sc[idx] * d)
-            received[idx, k] += d
+            busy += float(scA[r].sum()) * d
+            by_type += np.bincount(k, weights=scA[r] * d, minlength=K)
+            recA[r, k] += d
             service[idx] += d
             since += d
             t += d

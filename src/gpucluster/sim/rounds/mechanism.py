@@ -43,14 +43,13 @@ def assign(X: np.ndarray, received_s: np.ndarray, since_reset_s: float, scale: n
     left = [int(c) for c in capacity]
     got = [-1] * m
     smallest = int(scale.min())
-    sc = scale.tolist()
-    for idx in order.tolist():
-        j, k = divmod(idx, K)
-        if got[j] >= 0 or sc[j] > left[k]:
+    need = scale[order // K].tolist()
+    for j, k, n in zip((order // K).tolist(), (order % K).tolist(), need, strict=True):
+        if got[j] >= 0 or n > left[k]:
             continue
         got[j] = k
-        left[k] -= sc[j]
-        if max(left) < smallest:
+        left[k] -= n
+        if left[k] < smallest and max(left) < smallest:
             break
     out[:] = got
     return out
