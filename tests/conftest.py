@@ -20,6 +20,11 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("GPUCLUSTER_SHARED", ROOT.parent / "shared"))
 
+# pytest-xdist sets COLUMNS=80 in its workers: the in-process runs of the CLI would lay tables and
+# messages out 80 wide there and 160 wide (a pipe) in a serial run. The same layout either way:
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ.pop("COLUMNS", None)
+
 BROWSER_FILES = {"tests/integration/test_report_browser.py"}
 # Files whose tests run the console script (or torch workers, a sweep) in subprocesses nearly
 # throughout; other files are marked test by test (see _spawns).

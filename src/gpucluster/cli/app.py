@@ -147,8 +147,8 @@ def main() -> None:
     from gpucluster.cli.safe_text import one_line
 
     args, quiet = _global_flags(sys.argv[1:])
-    if quiet or "gpucluster.cli.render" in sys.modules:   # rich loads with the first command that prints
-        from gpucluster.cli.render import set_quiet
+    if quiet or "gpucluster.report.terminal" in sys.modules:  # rich loads with the first command that prints
+        from gpucluster.report.terminal import set_quiet
         set_quiet(quiet)
     if not sys.stdout.isatty() and "COLUMNS" not in os.environ:
         # Piped or redirected (a pager, a file, CI): rich would lay help and tables out in 80
