@@ -355,3 +355,12 @@ def test_lost_work_formula_takes_its_limit_for_huge_segments():
     from gpucluster.model.reliability import expected_loss_in_segment
     assert expected_loss_in_segment(1e30, 3600.0) == 3600.0
     assert expected_loss_in_segment(10.0, 3600.0) == pytest.approx(5.0, rel=1e-2)
+
+
+@pytest.mark.parametrize("argv", [["generate", "slurm", str(PLAN), "-o"], ["metrics", "{collective}", "-o"]])
+def test_output_name_too_long_is_one_line(tmp_path, argv):
+    """Fuzz case 6556: `-o` with a 5,000-character name raised OSError (File name too long)."""
+    collective = tmp_path / "r.json"
+    collective.write_text(json.dumps(COLLECTIVE))
+    one_line_error(*[a.replace("{collective}", str(collective)) for a in argv], str(tmp_path / ("a" * 5000)),
+                   needle="cannot write")

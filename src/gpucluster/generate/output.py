@@ -6,19 +6,23 @@ import os
 from pathlib import Path
 
 from gpucluster.errors import UserError
-from gpucluster.files import replace_atomically
+from gpucluster.files import replace_atomically, replaceable
 
 
 def check_out_path(out: str) -> Path:
     """One line, exit 2, for an -o path that cannot be written, before anything is generated."""
     path = Path(out)
     folder = path.parent
-    if path.is_dir():
-        raise UserError("is a folder, expected a file name", file=out, field="--out")
-    if not folder.is_dir():
-        raise UserError(f"folder {str(folder)!r} does not exist", file=out, field="--out")
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise UserError(f"folder {str(folder)!r} is not writable", file=out, field="--out")
+    try:
+        if path.is_dir():
+            raise UserError("is a folder, expected a file name", file=out, field="--out")
+        if not folder.is_dir():
+            raise UserError(f"folder {str(folder)!r} does not exist", file=out, field="--out")
+        if not os.access(folder, os.W_OK | os.X_OK):
+            raise UserError(f"folder {str(folder)!r} is not writable", file=out, field="--out")
+        replaceable(path)           # a device, /proc, a pipe or a socket is never replaced
+    except (OSError, ValueError) as exc:       # a name too long, a NUL byte in it
+        raise UserError(f"cannot write: {getattr(exc, 'strerror', None) or exc}", file=out[:200], field="--out") from None
     return path
 
 
