@@ -26,11 +26,7 @@ LAYERS = {**{f"gpucluster.{m}": 0 for m in LEAVES}, "gpucluster": 0,
           **{f"gpucluster.{m}": 3 for m in ("plan", "sim", "validate", "check", "generate", "bench", "documents")},
           "gpucluster.engines": 4, "gpucluster.report": 5, "gpucluster.cli": 6}
 # Known exceptions, each with why it is still here; the list only shrinks.
-KNOWN = {
-    # The validator checks that the fabric can be built (ports, leaves, levels) so that the error
-    # names the file and line; moving it out needs a cluster loader above the model (issue 14).
-    ("gpucluster.specs.cluster", "gpucluster.model.topology"),
-}
+KNOWN: set[tuple[str, str]] = set()
 
 
 def layer(module: str) -> int:

@@ -261,7 +261,7 @@ class ClusterSpec(Strict):
             if loose:
                 raise ValueError(f"topology rail-optimized but pool(s) {', '.join(loose)} "
                                  f"have rail_optimized: false")
-        from gpucluster.model.topology import fabric_of_pools
+        from gpucluster.specs.fat_tree import fabric_of_pools
         fabric_of_pools(pools, fabric)  # raises ValueError when it cannot be built
         return fabric
 
