@@ -73,7 +73,7 @@ class RoundPolicy(Policy):
                 self.received.setdefault(j.id, np.zeros(K))[k] += elapsed
                 self.service[j.id] = self.service.get(j.id, 0.0) + elapsed
         self.since += elapsed
-        # by id: the queue's lazy removal can list a job preempted and re-queued twice
+        # by id: a job may be both running (view) and queued within one pass
         live = {j.id: j for j in [*view.running.values(), *view.queue]}
         jobs = sorted(live.values(), key=lambda j: (j.submit, j.seq))
         if not jobs:
