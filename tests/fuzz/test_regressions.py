@@ -364,3 +364,9 @@ def test_output_name_too_long_is_one_line(tmp_path, argv):
     collective.write_text(json.dumps(COLLECTIVE))
     one_line_error(*[a.replace("{collective}", str(collective)) for a in argv], str(tmp_path / ("a" * 5000)),
                    needle="cannot write")
+
+
+@pytest.mark.parametrize("value", ["9223372036854775808", "101", "nan", "inf", "0"])
+def test_cost_years_is_bounded(value):
+    """Fuzz case 8506: `cost --years 9223372036854775808` printed a TCO for 10^19 years."""
+    one_line_error("cost", CLUSTER, "--years", value, needle="--years")

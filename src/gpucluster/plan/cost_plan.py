@@ -213,10 +213,13 @@ def rental_price(spec: ClusterSpec) -> tuple[float, str]:
     return s.value, _catalog_src(gpu, s.source)
 
 
+MAX_YEARS = 100.0
+
+
 def cost_plan(spec: ClusterSpec, *, overrides: dict[str, tuple[float, str]] | None = None, years: float = 3.0,
               utilization: float | None = None) -> CostPlan:
-    if not years > 0 or math.isinf(years):
-        raise UserError(f"must be > 0, got {years}", field="--years")
+    if not 0 < years <= MAX_YEARS:          # NaN too; a TCO over 10^19 years (fuzz case 8506) is no answer
+        raise UserError(f"must be above 0 and at most {MAX_YEARS:g} years, got {years:g}", field="--years")
     prices = base_prices(overrides)
     util = prices["utilization_fraction"] if utilization is None else utilization
     if not 0 < util <= 1:
