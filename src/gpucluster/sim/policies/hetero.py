@@ -1,6 +1,8 @@
 """Heterogeneity-aware routing: each job goes to the GPU type with the best throughput
-per dollar that fits now (Gavel, Narayanan et al. OSDI'20, "cost" objective, in a
-greedy form), under EASY backfill. Throughput on a type is the job's speed there
+per dollar that fits now (a greedy form of Gavel's "cost" objective, Narayanan et al.
+OSDI'20), under EASY backfill. Gavel's own round-based LP policies are `sim/rounds/`
+(max_min_fairness_perf, fifo_perf, ...); this one keeps no alias "gavel" so the two are
+not confused. Throughput on a type is the job's speed there
 (from the training planner, or dense bf16 peak as an estimate); the price is the
 pool's rental price per GPU-hour (the cluster spec's, else the catalog's). The
 agnostic policies take types in the cluster's pool order."""
@@ -15,7 +17,7 @@ from gpucluster.sim.policies.backfill import EasyBackfill
 from gpucluster.sim.policies.base import View
 
 
-@policies.register("hetero", "heterogeneity-aware", "gavel")
+@policies.register("hetero", "heterogeneity-aware")
 class HeterogeneityAware(EasyBackfill):
     name = "hetero"
     summary = "EASY backfill that routes each job to the GPU type with the best throughput per dollar"
