@@ -370,3 +370,17 @@ def test_output_name_too_long_is_one_line(tmp_path, argv):
 def test_cost_years_is_bounded(value):
     """Fuzz case 8506: `cost --years 9223372036854775808` printed a TCO for 10^19 years."""
     one_line_error("cost", CLUSTER, "--years", value, needle="--years")
+
+
+@pytest.mark.parametrize("field", ["v_head_dim", "kv_lora_rank", "qk_rope_head_dim", "head_dim", "ffn_hidden",
+                                   "moe_ffn_hidden", "kv_heads", "experts_per_token", "dense_layers"])
+def test_every_model_width_and_count_is_bounded(tmp_path, field):
+    """Fuzz case 102: a DeepSeek-V3 file with `v_head_dim: 2**63` was accepted and sent the planner
+    through every layout (~4 CPU-s) to say it fits nowhere: each width and count has a bound now."""
+    from gpucluster.specs.workload import model_presets
+
+    spec = model_presets().get("deepseek-v3").model.model_dump(mode="json", exclude_none=True)
+    spec[field] = 2**63
+    p = tmp_path / "m.yaml"
+    p.write_text(yaml.safe_dump(spec))
+    one_line_error("models", p, needle=f"{field}: Input should be less than or equal to")

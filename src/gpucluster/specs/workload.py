@@ -57,34 +57,34 @@ class TransformerSpec(BaseModel):
     layers: PositiveInt = Field(le=100_000, description="transformer layers (blocks)")
     hidden: PositiveInt = Field(le=10_000_000, description="model width h (residual stream)")
     heads: PositiveInt = Field(le=1_000_000, description="attention (query) heads a")
-    kv_heads: PositiveInt | None = Field(None, validate_default=True,
+    kv_heads: PositiveInt | None = Field(None, le=1_000_000, validate_default=True,
                                          description="key/value heads (GQA); default heads; 1 = MQA")
-    ffn_hidden: PositiveInt | None = Field(None, validate_default=True,
+    ffn_hidden: PositiveInt | None = Field(None, le=100_000_000, validate_default=True,
                                            description="MLP inner width of dense layers; default 4 * hidden")
     gated_mlp: bool = Field(False, description="SwiGLU-style 3-matrix MLP (gate, up, down)")
     vocab: PositiveInt = Field(le=1_000_000_000, description="vocabulary size V (as the logits layer sees it)")
     seq_len: PositiveInt = Field(le=1_000_000_000, description="sequence length s (tokens per sample)")
     experts: PositiveInt = Field(1, le=1_000_000, description="MoE routed experts per MoE layer; 1 = dense model")
-    experts_per_token: PositiveInt = Field(1, description="MoE top-k: routed experts each token goes to")
-    moe_ffn_hidden: PositiveInt | None = Field(None, validate_default=True,
+    experts_per_token: PositiveInt = Field(1, le=1_000_000, description="MoE top-k: routed experts each token goes to")
+    moe_ffn_hidden: PositiveInt | None = Field(None, le=100_000_000, validate_default=True,
                                                description="FFN width of one expert; default ffn_hidden")
-    shared_experts: NonNegativeInt = Field(0, description="MoE: always-active experts of width moe_ffn_hidden")
-    dense_layers: NonNegativeInt = Field(0, description="MoE: leading layers with a dense MLP (ffn_hidden)")
+    shared_experts: NonNegativeInt = Field(0, le=1_000_000, description="MoE: always-active experts of width moe_ffn_hidden")
+    dense_layers: NonNegativeInt = Field(0, le=100_000, description="MoE: leading layers with a dense MLP (ffn_hidden)")
     moe_max_nodes: PositiveInt | None = Field(
-        None, description="MoE node-limited routing: each token's experts lie on at most this many nodes "
+        None, le=1_000_000, description="MoE node-limited routing: each token's experts lie on at most this many nodes "
                           "(DeepSeek-V3: 4); default unlimited")
     tied_embeddings: bool = Field(False, description="the logits layer reuses the input embedding matrix")
     attention: Literal["mha", "mla"] = Field(
         "mha", description="mha: multi-head (GQA/MQA via kv_heads); mla: DeepSeek multi-head latent attention")
-    q_lora_rank: PositiveInt | None = Field(None, description="MLA: query compression rank; none = no compression")
-    kv_lora_rank: PositiveInt | None = Field(None, validate_default=True, description="MLA: key/value latent rank")
-    qk_rope_head_dim: PositiveInt | None = Field(None, validate_default=True,
+    q_lora_rank: PositiveInt | None = Field(None, le=10_000_000, description="MLA: query compression rank; none = no compression")
+    kv_lora_rank: PositiveInt | None = Field(None, le=10_000_000, validate_default=True, description="MLA: key/value latent rank")
+    qk_rope_head_dim: PositiveInt | None = Field(None, le=10_000_000, validate_default=True,
                                                  description="MLA: rotary part of each query/key head")
-    qk_nope_head_dim: PositiveInt | None = Field(None, validate_default=True,
+    qk_nope_head_dim: PositiveInt | None = Field(None, le=10_000_000, validate_default=True,
                                                  description="MLA: non-rotary part of each query/key head")
-    v_head_dim: PositiveInt | None = Field(None, validate_default=True, description="MLA: value head width")
+    v_head_dim: PositiveInt | None = Field(None, le=10_000_000, validate_default=True, description="MLA: value head width")
     head_dim: PositiveInt | None = Field(
-        None, validate_default=True,
+        None, le=10_000_000, validate_default=True,
         description="query/key head width; default hidden / heads (MLA: qk_nope + qk_rope); explicit for Gemma")
     bias: bool | None = Field(None, validate_default=True,
                               description="biases in linear layers and norms; default: not gated_mlp")
