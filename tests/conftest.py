@@ -6,8 +6,10 @@
   other test that calls subprocess.run/Popen itself or through a helper (tests_cli_helpers.run:
   the console script), found by reading the test files.
 - `browser`: the selenium tests of the HTML reports (also `integration`).
+- `slow`: in-process tests that take seconds each (SLOW_TESTS).
 
-`make test-fast` runs neither (`-m "not integration and not browser"`); `make test` runs all.
+`make test-fast` runs none of these (`-m "not integration and not browser and not slow"`);
+`make test` runs all: the in-process ones (slow included) on every core, then the others serially.
 """
 
 import ast
@@ -35,6 +37,18 @@ SUBPROCESS_FILES = {
     "tests/cli/test_simulate_cli.py", "tests/engines/test_openmetrics.py", "tests/engines/test_sweep.py",
     "tests/generate/test_generators.py", "tests/generate/test_plan_input.py", "tests/report/test_report_cli.py",
     "tests/specs/test_scenario_checks.py",
+}
+# In-process tests that take seconds each (simulations checked at every event, hypothesis
+# round trips; measured with `pytest --durations`): `slow`, left out of `make test-fast` only.
+SLOW_TESTS = {
+    "tests/sim/test_gavel_policies.py::test_round_invariants",
+    "tests/sim/test_gavel_policies.py::test_round_policies_keep_the_simulators_invariants",
+    "tests/sim/test_invariants.py::test_invariants_hold_at_every_event",
+    "tests/specs/test_cluster.py::test_dump_load_identity",
+    "tests/generate/test_megatron_args.py::test_every_flag_is_a_known_megatron_argument",
+    "tests/specs/test_safe_yaml.py::test_the_pure_python_parser_is_bounded_too",
+    "tests/fuzz/test_fuzz_cli.py::test_cli_keeps_its_promises_on_mutated_inputs",
+    "tests/generate/test_deepspeed_config.py::test_overlap_and_pipeline_partition",
 }
 _SUBPROCESS = {"run", "Popen", "check_output", "check_call", "call"}  # subprocess.<these>
 
@@ -98,6 +112,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.integration)
         if rel in BROWSER_FILES:
             item.add_marker(pytest.mark.browser)
+        if f"{rel}::{name}" in SLOW_TESTS:
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture
