@@ -1,5 +1,6 @@
 import copy
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -7,7 +8,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cli"))
 
-from tests_cli_helpers import run
+from tests_cli_helpers import ROOT
 
 # Real plans (the planner's own JSON), one `plan train` run each, shared by the generator tests.
 PLANS = {
@@ -27,6 +28,30 @@ PLANS = {
 }
 
 
+def _plan_json(*args: str) -> dict:
+    """`gpucluster plan train ARGS --json` through the console script's entry point, in this
+    process (a subprocess per plan cost a second of start-up each, in every xdist worker)."""
+    import contextlib
+    import io
+
+    from gpucluster.cli.app import main
+
+    out, old_argv, old_cwd = io.StringIO(), sys.argv, os.getcwd()
+    sys.argv = ["gpucluster", "plan", "train", *args, "--json"]
+    os.chdir(ROOT)
+    code: object = 0
+    try:
+        with contextlib.redirect_stdout(out):
+            main()
+    except SystemExit as exc:
+        code = exc.code
+    finally:
+        sys.argv = old_argv
+        os.chdir(old_cwd)
+    assert code in (0, None), (code, out.getvalue()[-2000:])
+    return json.loads(out.getvalue())
+
+
 @pytest.fixture(scope="session")
 def plan_doc():
     """name -> the plan document (a fresh deep copy each call, free to mutate)."""
@@ -34,7 +59,6 @@ def plan_doc():
 
     def get(name: str) -> dict:
         if name not in cache:
-            proc = run("plan", "train", *PLANS[name], "--json", check_rc=0)
-            cache[name] = json.loads(proc.stdout)
+            cache[name] = _plan_json(*PLANS[name])
         return copy.deepcopy(cache[name])
     return get
