@@ -44,6 +44,7 @@ SLOW_TESTS = {
     "tests/sim/test_gavel_policies.py::test_round_invariants",
     "tests/sim/test_gavel_policies.py::test_round_policies_keep_the_simulators_invariants",
     "tests/sim/test_invariants.py::test_invariants_hold_at_every_event",
+    "tests/sim/test_kueue.py::test_quota_invariants_hold_at_every_event",
     "tests/specs/test_cluster.py::test_dump_load_identity",
     "tests/generate/test_megatron_args.py::test_every_flag_is_a_known_megatron_argument",
     "tests/specs/test_safe_yaml.py::test_the_pure_python_parser_is_bounded_too",
