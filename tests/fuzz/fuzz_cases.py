@@ -558,7 +558,7 @@ OPTION_TEMPLATES: list[tuple[list[str], Any]] = [
     (["generate", "torchrun", PLAN_FILE, "--script", "{v}"], None),
     (["reliability", CLUSTER_FILE, "--interval", "{v}"], None),
     (["reliability", CLUSTER_FILE, "--nodes", "{v}"], Rule(1, 8, integer=True)),
-    (["reliability", CLUSTER_FILE, "--gpus", "{v}"], Rule(1, 64, integer=True)),
+    (["reliability", CLUSTER_FILE, "--gpus", "{v}"], Rule(1, 10_000_000, integer=True)),   # job sizes, any cluster
     (["cost", CLUSTER_FILE, "--tokens", "{v}", "--model", "llama2-7b"], None),
     (["cost", CLUSTER_FILE, "--years", "{v}"], Rule(0, 100, lo_open=True)),
     (["cost", CLUSTER_FILE, "--utilization", "{v}"], Rule(0, 1, lo_open=True)),

@@ -384,3 +384,10 @@ def test_every_model_width_and_count_is_bounded(tmp_path, field):
     p = tmp_path / "m.yaml"
     p.write_text(yaml.safe_dump(spec))
     one_line_error("models", p, needle=f"{field}: Input should be less than or equal to")
+
+
+def test_reliability_gpu_counts_are_bounded():
+    """Fuzz case 10942: `--gpus 9223372036854775808` printed an MTBF of 0.0 s."""
+    one_line_error("reliability", CLUSTER, "--gpus", "9223372036854775808", needle="--gpus: GPU counts must be from 1")
+    code, out, _ = run("reliability", CLUSTER, "--gpus", "100000")
+    assert code == 0 and "100,000" in out
