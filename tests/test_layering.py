@@ -20,7 +20,7 @@ import ast
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src"
-LEAVES = ("units", "errors", "files", "registry", "events", "safe_text", "specs.loader", "specs.safe_yaml")
+LEAVES = ("units", "errors", "files", "registry", "events", "safe_text", "jsonable", "specs.loader", "specs.safe_yaml")
 LAYERS = {**{f"gpucluster.{m}": 0 for m in LEAVES}, "gpucluster": 0,
           "gpucluster.catalog": 1, "gpucluster.specs": 1, "gpucluster.model": 2,
           **{f"gpucluster.{m}": 3 for m in ("plan", "sim", "validate", "check", "generate", "bench", "documents")},

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import inspect
 import itertools
-import math
 import os
 import signal
 import threading
@@ -18,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from gpucluster.jsonable import finite
 
 SCHEMA = "gpucluster-sweep/v1"
 
@@ -115,17 +116,6 @@ def _pick(doc: Any, dotted: str) -> Any:
     return doc
 
 
-def _finite(obj: Any) -> Any:
-    """As `--json` prints it: an infinite or undefined number is null."""
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, dict):
-        return {k: _finite(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [_finite(v) for v in obj]
-    return obj
-
-
 def _convert(value: Any, annotation: str, option: str) -> Any:
     """A value as the command line would pass it (YAML may give text for a number, or a number
     for text), converted to what the API function's annotation takes."""
@@ -193,7 +183,7 @@ def run_point(command: list[str] | tuple[str, ...], args: list[str], params: dic
         old = signal.signal(signal.SIGALRM, _on_alarm)
         signal.setitimer(signal.ITIMER_REAL, timeout_s)
     try:
-        doc = _finite(_call(tuple(command), args, params))
+        doc = finite(_call(tuple(command), args, params))
     except _Timeout:
         return {"ok": False, "error": f"timed out after {timeout_s:g} s"}
     except UserError as exc:

@@ -13,6 +13,7 @@ from typing import Any
 from rich.console import Console
 from rich.segment import Segment
 
+from gpucluster.jsonable import finite
 from gpucluster.safe_text import one_line, plain, safe
 
 __all__ = ["console", "err_console", "num", "one_line", "plain", "print_json", "safe", "set_quiet"]
@@ -59,19 +60,7 @@ def set_quiet(quiet: bool = True) -> None:
 
 def print_json(obj: Any) -> None:
     """Strict JSON: an infinite or undefined number (a break-even that never comes) is null."""
-    sys.stdout.write(json.dumps(_finite(obj), indent=2, default=_default, allow_nan=False) + "\n")
-
-
-def _finite(obj: Any) -> Any:
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, dict):
-        return {k: _finite(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [_finite(v) for v in obj]
-    if hasattr(obj, "item") and not isinstance(obj, str | bytes):
-        return _finite(obj.item())
-    return obj
+    sys.stdout.write(json.dumps(finite(obj), indent=2, default=_default, allow_nan=False) + "\n")
 
 
 def _default(o: Any) -> Any:
