@@ -55,7 +55,12 @@ def parse_count(text: str) -> int:
     value = float(m.group(1)) * _DECIMAL[m.group(2).upper()]
     if value <= 0:
         raise ValueError(f"must be > 0, got {text!r}")
+    if not value <= MAX_COUNT:                # 1e999T is inf: int() of it raised OverflowError
+        raise ValueError(f"at most {MAX_COUNT:.0e} (a quintillion), got {text[:40]!r}")
     return int(value)
+
+
+MAX_COUNT = 1e18                  # tokens: the largest published training runs use ~4e13
 
 
 def format_duration(seconds: float) -> str:

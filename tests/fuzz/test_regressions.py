@@ -391,3 +391,18 @@ def test_reliability_gpu_counts_are_bounded():
     one_line_error("reliability", CLUSTER, "--gpus", "9223372036854775808", needle="--gpus: GPU counts must be from 1")
     code, out, _ = run("reliability", CLUSTER, "--gpus", "100000")
     assert code == 0 and "100,000" in out
+
+
+@pytest.mark.parametrize("value", ["1e999T", "1e19"])
+def test_token_counts_are_bounded(value):
+    """Fuzz case 11348: `cost --tokens 1e999T` raised OverflowError (int of inf)."""
+    one_line_error("cost", CLUSTER, "--model", "llama2-7b", "--tokens", value, needle="--tokens: at most")
+
+
+def test_simulation_horizon_is_bounded(tmp_path):
+    """Fuzz case 11744: `horizon_days: 1e308` simulated failures until the 60 s wall limit."""
+    data = yaml.safe_load((EXAMPLES / "scenarios" / "failures-256-nodes.yaml").read_text())
+    data["horizon_days"] = 1e308
+    p = tmp_path / "s.yaml"
+    p.write_text(yaml.safe_dump(data))
+    one_line_error("simulate", p, needle="horizon_days: Input should be less than or equal to 3650")

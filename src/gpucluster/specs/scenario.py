@@ -364,8 +364,9 @@ class Scenario(Strict):
                        Discriminator(_cluster_form)] | None = Field(
         None, description="cluster spec file (relative to this file) or the spec inline")
     nodes_csv: str | None = Field(None, description="instead of cluster: openb node list CSV")
-    horizon_days: float | None = Field(None, gt=0, description="stop here; default: when all jobs have ended")
-    max_days: float = Field(3650.0, gt=0, description="safety stop without a horizon")
+    # At most 10 years either way: a horizon of 1e308 days simulated failures until the wall limit.
+    horizon_days: float | None = Field(None, gt=0, le=3650, description="stop here; default: when all jobs have ended")
+    max_days: float = Field(3650.0, gt=0, le=3650, description="safety stop without a horizon")
     seed: int = 0
     policy: str = "backfill"
     policy_options: dict[str, Any] = Field(default_factory=dict, description="options of the policy")
