@@ -406,3 +406,9 @@ def test_simulation_horizon_is_bounded(tmp_path):
     p = tmp_path / "s.yaml"
     p.write_text(yaml.safe_dump(data))
     one_line_error("simulate", p, needle="horizon_days: Input should be less than or equal to 3650")
+
+
+def test_model_name_too_long_for_a_file_name():
+    """Fuzz case 12566: `models aaaa...` (5,000 characters) raised OSError (File name too long)
+    while checking whether the name was a file."""
+    one_line_error("models", "a" * 5000, needle="unknown model preset")

@@ -266,6 +266,15 @@ def _looks_like_path(text: str) -> bool:
     return text.endswith((".yaml", ".yml", ".json")) or os.sep in text or "/" in text
 
 
+def _is_file(text: str) -> bool:
+    """Path.is_file, False for a name the OS cannot even look up (too long, a NUL byte): such a name
+    is then an unknown preset, one line (fuzz case 12566: OSError File name too long)."""
+    try:
+        return Path(text).is_file()
+    except (OSError, ValueError):
+        return False
+
+
 def load_model_spec(name_or_path: str | Path) -> TransformerSpec:
     """A preset (case-insensitive name or alias) or a YAML file.
 
@@ -277,7 +286,7 @@ def load_model_spec(name_or_path: str | Path) -> TransformerSpec:
     presets = model_presets()
     if not isinstance(name_or_path, Path) and text in presets:
         return presets.get(text).model
-    if isinstance(name_or_path, Path) or _looks_like_path(text) or Path(text).is_file():
+    if isinstance(name_or_path, Path) or _looks_like_path(text) or _is_file(text):
         from gpucluster.specs.loader import load_yaml, parse_data
 
         data, lines = load_yaml(text)
