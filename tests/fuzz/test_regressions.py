@@ -412,3 +412,14 @@ def test_model_name_too_long_for_a_file_name():
     """Fuzz case 12566: `models aaaa...` (5,000 characters) raised OSError (File name too long)
     while checking whether the name was a file."""
     one_line_error("models", "a" * 5000, needle="unknown model preset")
+
+
+def test_metrics_exports_the_checked_values(tmp_path):
+    """Fuzz case 12822: a collective row with `"time_us": "8"` (accepted as 8.0 by the schema)
+    reached the exporter as text (TypeError)."""
+    doc = json.loads(json.dumps(COLLECTIVE))
+    doc["rows"][0]["time_us"] = "8"
+    p = tmp_path / "r.json"
+    p.write_text(json.dumps(doc))
+    code, out, _ = run("metrics", p)
+    assert code == 0 and "gpucluster_collective_time_seconds{" in out and "} 8e-06" in out

@@ -26,9 +26,11 @@ def metrics(result: Annotated[str, typer.Argument(help="JSON of bench collective
     schema = doc.get("schema") if isinstance(doc, dict) else None
     if schema == "gpucluster-bench-collective/v1":
         from gpucluster.bench.result import read_collective
-        read_collective(doc, result)            # every field checked: a bad one is named, never a traceback
+        res = read_collective(doc, result)      # every field checked: a bad one is named, never a traceback
         _label(doc.get("backend", ""), "backend", result)
-        fams = collective_families(doc)
+        # From the checked values, not the raw document: pydantic reads "8" as 8.0 (fuzz case 12822:
+        # a time_us of "8" reached the exporter as text, TypeError).
+        fams = collective_families(res.model_dump(mode="json", by_alias=True))
     elif schema == "gpucluster-simulation/v1":
         _check_simulation(doc, result)          # every value exported: a finite number in range
         try:
