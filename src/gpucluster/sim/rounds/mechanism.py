@@ -28,19 +28,27 @@ def assign(X: np.ndarray, received_s: np.ndarray, since_reset_s: float, scale: n
            capacity: np.ndarray, service: np.ndarray) -> np.ndarray:
     """Type index each job runs on this round (-1: none).
 
-    `service` is each job's share of time run since it arrived (tie-breaker: less first)."""
+    `service` is each job's share of time run since it arrived (tie-breaker: less first).
+    The priorities are those of `priorities`, computed on the pairs with X > 0 only."""
     m, K = X.shape
     out = np.full(m, -1, dtype=np.int64)
     if m == 0:
         return out
-    P = priorities(X, received_s, since_reset_s)
-    flat = P.ravel()
-    pos = np.flatnonzero(flat > 0)
+    flatX = X.ravel()
+    pos = np.flatnonzero(flatX > 0)
     if len(pos) == 0:
         return out
+    x = flatX[pos]
+    if since_reset_s <= 0:
+        pri = x * BIG
+    else:
+        frac = received_s.ravel()[pos] / since_reset_s
+        pri = x * BIG
+        got_time = frac > 0
+        pri[got_time] = x[got_time] / frac[got_time]
     jobs = pos // K
-    order = pos[np.lexsort((jobs, service[jobs], -flat[pos]))]
-    left = [int(c) for c in capacity]
+    order = pos[np.lexsort((jobs, service[jobs], -pri))]
+    left = capacity.tolist()
     got = [-1] * m
     smallest = int(scale.min())
     need = scale[order // K].tolist()
@@ -51,5 +59,4 @@ def assign(X: np.ndarray, received_s: np.ndarray, since_reset_s: float, scale: n
         left[k] -= n
         if left[k] < smallest and max(left) < smallest:
             break
-    out[:] = got
-    return out
+    return np.array(got, dtype=np.int64)
