@@ -69,7 +69,7 @@ def _linprog():
 _HIGHS: list = []   # [core module, options] once loaded; [None] when unavailable
 
 
-def _highs_core():
+def highs_core():
     """scipy's bundled HiGHS bindings (the solver linprog(method="highs") runs), with the
     options linprog passes: same solver, same options, hence the same vertex, without
     linprog's per-call input checking and option validation (~3 ms of a ~4 ms solve here).
@@ -94,7 +94,7 @@ def solve_lp(cost: np.ndarray, A_ub: np.ndarray, b_ub: np.ndarray, bounds: np.nd
     """min cost.x s.t. A_ub x <= b_ub, bounds[:, 0] <= x <= bounds[:, 1] (dense A_ub), with
     HiGHS's dual simplex and no presolve as `linprog(..., method="highs", options=LP_OPTIONS)`
     solves it: x at the optimum, None when not optimal."""
-    h = _highs_core()
+    h = highs_core()
     if h is None:
         res = _linprog()(cost, A_ub=A_ub, b_ub=b_ub, bounds=bounds, method="highs", options=LP_OPTIONS)
         return res.x if res.status == 0 else None

@@ -31,13 +31,10 @@ def assign(X: np.ndarray, received_s: np.ndarray, since_reset_s: float, scale: n
     `service` is each job's share of time run since it arrived (tie-breaker: less first).
     The priorities are those of `priorities`, computed on the pairs with X > 0 only."""
     m, K = X.shape
-    out = np.full(m, -1, dtype=np.int64)
-    if m == 0:
-        return out
     flatX = X.ravel()
     pos = np.flatnonzero(flatX > 0)
     if len(pos) == 0:
-        return out
+        return np.full(m, -1, dtype=np.int64)
     x = flatX[pos]
     if since_reset_s <= 0:
         pri = x * BIG
@@ -47,7 +44,8 @@ def assign(X: np.ndarray, received_s: np.ndarray, since_reset_s: float, scale: n
         got_time = frac > 0
         pri[got_time] = x[got_time] / frac[got_time]
     jobs = pos // K
-    order = pos[np.lexsort((jobs, service[jobs], -pri))]
+    # ties on (priority, service) keep pos order, which is by job: lexsort is stable
+    order = pos[np.lexsort((service[jobs], -pri))]
     left = capacity.tolist()
     got = [-1] * m
     smallest = int(scale.min())
