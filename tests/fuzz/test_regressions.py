@@ -423,3 +423,12 @@ def test_metrics_exports_the_checked_values(tmp_path):
     p.write_text(json.dumps(doc))
     code, out, _ = run("metrics", p)
     assert code == 0 and "gpucluster_collective_time_seconds{" in out and "} 8e-06" in out
+
+
+def test_scenario_seed_must_be_non_negative(tmp_path):
+    """Fuzz case 18237: `seed: -8` reached numpy (ValueError: expected non-negative integer)."""
+    data = yaml.safe_load((EXAMPLES / "scenarios" / "failures-256-nodes.yaml").read_text())
+    data["seed"], data["horizon_days"] = -8, 1
+    p = tmp_path / "s.yaml"
+    p.write_text(yaml.safe_dump(data))
+    one_line_error("simulate", p, needle="seed: Input should be greater than or equal to 0")

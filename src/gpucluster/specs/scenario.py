@@ -367,7 +367,7 @@ class Scenario(Strict):
     # At most 10 years either way: a horizon of 1e308 days simulated failures until the wall limit.
     horizon_days: float | None = Field(None, gt=0, le=3650, description="stop here; default: when all jobs have ended")
     max_days: float = Field(3650.0, gt=0, le=3650, description="safety stop without a horizon")
-    seed: int = 0
+    seed: int = Field(0, ge=0, le=2**64 - 1, description="random seed (numpy takes non-negative seeds)")
     policy: str = "backfill"
     policy_options: dict[str, Any] = Field(default_factory=dict, description="options of the policy")
     queues: dict[str, Queue] = Field(default_factory=dict)
