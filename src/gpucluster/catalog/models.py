@@ -31,6 +31,9 @@ class Source(Strict):
     date: date
     url: str | None = None
     notes: str | None = None
+    # A `fitted` figure: the validation files (by name) whose runs it was fitted on, so `validate`
+    # labels a prediction of those runs in-sample.
+    fitted_on: tuple[str, ...] = ()
 
 
 def _known_source(ref: str, info: ValidationInfo) -> str:

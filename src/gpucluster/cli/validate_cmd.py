@@ -26,8 +26,8 @@ def validate(
 
     from rich.table import Table
     t = Table(title="Validation: model vs published measurements", title_justify="left")
-    for col in ("id", "kind", "metric", "measured", "predicted", "error %"):
-        t.add_column(col, justify="left" if col in ("id", "kind", "metric") else "right")
+    for col in ("id", "kind", "metric", "measured", "predicted", "error %", "fit"):
+        t.add_column(col, justify="left" if col in ("id", "kind", "metric", "fit") else "right")
     for r in results:
         if r.error is None:
             # ids, metrics and reasons come from the validation file: safe()
@@ -36,12 +36,16 @@ def validate(
             style = "red" if abs(r.error) > 0.25 else "yellow" if abs(r.error) > 0.10 else ""
             err = f"{100 * r.error:+.1f}"
             t.add_row(safe(r.id), safe(r.kind), safe(r.metric), num(r.measured, 2), num(r.predicted, 2),
-                      f"[{style}]{err}[/{style}]" if style else err)
+                      f"[{style}]{err}[/{style}]" if style else err, "in-sample" if r.in_sample else "")
     console.print(t)
     s = Table(title="Summary (absolute error)", title_justify="left")
-    for col in ("kind", "cases", "predicted", "median %", "mean %", "max %"):
+    for col in ("kind", "cases", "predicted", "in-sample", "median %", "mean %", "max %"):
         s.add_column(col, justify="left" if col == "kind" else "right")
     for kind, row in summary.items():
         pct = [None if row[k] is None else 100 * row[k] for k in ("median_abs_error", "mean_abs_error", "max_abs_error")]
-        s.add_row(safe(kind), str(row["cases"]), str(row["predicted"]), *(num(p) for p in pct))
+        s.add_row(safe(kind), str(row["cases"]), str(row["predicted"]), str(row["in_sample"]), *(num(p) for p in pct))
     console.print(s)
+    if any(row["in_sample"] for row in summary.values()):
+        console.print("  [dim]in-sample: the GPU's efficiency (catalog source `fitted_on`) was fitted on these runs, so "
+                      "their error is not a test of the model; the out-of-sample error is the leave-one-source-out "
+                      "figure of benchmarks/cross_validate.py (docs/validation.md)[/dim]")

@@ -24,11 +24,13 @@ class Case(Strict):
     source: str | None
     file: str | None
     reason: str | None = Field(None, description="why no prediction (the case is outside the model)")
+    in_sample: bool = Field(False, description="the GPU's efficiency was fitted on this file's runs (catalog fitted_on)")
 
 
 class KindSummary(Strict):
     cases: int
     predicted: int
+    in_sample: int = Field(0, description="predictions of runs the catalog was fitted on")
     median_abs_error: Num | None
     mean_abs_error: Num | None
     max_abs_error: Num | None

@@ -11,6 +11,7 @@ from gpucluster.specs.validation_case import ValidationFile
 from gpucluster.validate import training_predictor  # noqa: F401  (registers the `training` kind)
 from gpucluster.validate import inference_predictor  # noqa: F401  (registers the `inference` kind)
 from gpucluster.validate.conventions import compared_metric
+from gpucluster.validate.in_sample import in_sample
 from gpucluster.validate.predictors import Unsupported, predictors
 
 
@@ -25,6 +26,7 @@ class CaseResult:
     source: str | None = None
     file: str | None = None
     reason: str | None = None
+    in_sample: bool = False  # the GPU's efficiency was fitted on this file's runs (validate/in_sample.py)
 
     def to_json(self) -> dict:
         d = asdict(self)
@@ -53,6 +55,7 @@ def run_file(path: str | Path) -> list[CaseResult]:
                 reason = str(exc)
             except ValueError as exc:  # a combination the model cannot evaluate: a reason, never a crash
                 reason = f"the model cannot evaluate this case: {exc}"
+        fitted = in_sample(case, path)
         for metric, measured in case.measured.items():
             value = predicted.get(compared_metric(case.source, metric))
             why = reason
@@ -60,7 +63,7 @@ def run_file(path: str | Path) -> list[CaseResult]:
                 why = f"metric {metric!r} is not predicted for {case.kind} (predicted: {', '.join(predicted)})"
             error = (value - measured) / measured if value is not None else None
             results.append(CaseResult(case.id, case.kind, metric, measured, value, error, case.source,
-                                      str(path), why))
+                                      str(path), why, fitted and value is not None))
     return results
 
 
@@ -72,6 +75,7 @@ def summarize(results: list[CaseResult]) -> dict[str, dict]:
         out[kind] = {
             "cases": len(rows),
             "predicted": len(errs),
+            "in_sample": sum(r.in_sample for r in rows),
             "median_abs_error": statistics.median(errs) if errs else None,
             "mean_abs_error": statistics.fmean(errs) if errs else None,
             "max_abs_error": max(errs) if errs else None,
