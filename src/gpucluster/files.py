@@ -51,3 +51,12 @@ def replaceable(path: str | os.PathLike[str]) -> Path:
         raise OSError(errno.EINVAL, "not a regular file (a folder, device, pipe or socket): give a file name",
                       str(path))
     return Path(real)
+
+
+def is_file(path: str | os.PathLike[str]) -> bool:
+    """Whether `path` names a regular file; False, not an OSError, for a name the system cannot
+    even look up (too long, a loop of links): pathlib's is_file raises ENAMETOOLONG."""
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except (OSError, ValueError):   # ValueError: a NUL byte in the name
+        return False

@@ -432,3 +432,12 @@ def test_scenario_seed_must_be_non_negative(tmp_path):
     p = tmp_path / "s.yaml"
     p.write_text(yaml.safe_dump(data))
     one_line_error("simulate", p, needle="seed: Input should be greater than or equal to 0")
+
+
+def test_a_path_too_long_to_look_up_is_a_one_line_error(tmp_path):
+    # fuzz case 33316: a scenario whose cluster is a 5,000-character name (ENAMETOOLONG from stat)
+    data = yaml.safe_load((CLUSTER.parent / "scenarios" / "shared-vs-partitioned.yaml").read_text())
+    data["cluster"] = "1" * 5000
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(yaml.safe_dump(data, sort_keys=False))
+    one_line_error("simulate", str(scenario), needle="cluster spec not found")

@@ -12,6 +12,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
+from gpucluster.files import is_file
 from gpucluster.cli.render import console, print_json, safe
 
 slurm_app = typer.Typer(help="Submit to Slurm, follow jobs, import sacct history.", no_args_is_help=True)
@@ -165,7 +166,7 @@ def submit(target: Annotated[str, typer.Argument(help="Training plan JSON (an sb
     from gpucluster.generate.quoting import check_text
 
     path = Path(target)
-    if not path.is_file():
+    if not is_file(path):
         raise UserError("no such file", file=target)
     if poll <= 0 or (wait is not None and wait <= 0):
         raise UserError("--poll and --wait must be > 0", field="--poll/--wait")

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
+from gpucluster.files import is_file
 from gpucluster.errors import UserError
 from gpucluster.specs.scenario import Dist
 from gpucluster.specs.workload import filled
@@ -68,7 +69,7 @@ def _read_column(path: str, column: str | None) -> tuple[np.ndarray, int, str]:
 
 
 def empirical(path: str, column: str | None, where: dict) -> np.ndarray:
-    if not Path(path).is_file():
+    if not is_file(path):
         raise UserError(f"empirical distribution file not found: {path}", **where)
     values, bad, header = _read_column(path, column)
     if bad < 0:

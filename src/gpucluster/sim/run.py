@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from gpucluster.files import is_file
 from gpucluster.errors import UserError
 from gpucluster.sim.jobs import Job
 from gpucluster.sim.kernel import Kernel
@@ -33,7 +34,7 @@ def nodes_from_spec(loaded: LoadedScenario) -> tuple[list[NodeInfo], list[dict]]
     else:
         from gpucluster.sim.traces.openb import read_nodes
         path = loaded.path(filled(spec.nodes_csv))   # the scenario has a cluster or a node list
-        if not path.is_file():
+        if not is_file(path):
             raise UserError(f"node list not found: {path}", **loaded.where("nodes_csv"))
         nodes, read = read_nodes(str(path))
         reports.append(read.report())

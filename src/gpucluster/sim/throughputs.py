@@ -30,6 +30,7 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gpucluster.files import is_file
 from gpucluster.errors import UserError
 
 FILL_RULE = ("missing (job type, scale factor) pairs: throughput at the largest measured scale below, "
@@ -178,7 +179,7 @@ def default_table(trace_path: str | Path) -> Path | None:
     """Where the shared data keeps the 2019 table beside Gavel's traces (../gavel/ from philly/)."""
     here = Path(trace_path).resolve().parent
     for cand in (here / "oracle_throughputs_2019.json", here.parent / "gavel" / "oracle_throughputs_2019.json"):
-        if cand.is_file():
+        if is_file(cand):
             return cand
     return None
 
@@ -216,7 +217,7 @@ def table_speeds(loaded, w, loc: tuple, types: list[str], reference: str,
     """Speeds of a training workload's `job_type` on each cluster type, relative to its
     reference type (what duration_hours is measured on), per GPU count."""
     path = loaded.path(w.throughputs)
-    if not path.is_file():
+    if not is_file(path):
         raise UserError(f"throughput table not found: {path}", **loaded.where(*loc, "throughputs"))
     table = read_table(path)
     if w.job_type not in table.job_types:

@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from gpucluster.files import is_file
 from gpucluster.errors import UserError
 from gpucluster.sim.distributions import sample
 from gpucluster.sim.traces import read
@@ -16,7 +17,7 @@ from gpucluster.sim.workload import Context, allowed_types, arrival_times, gener
 def trace(ctx: Context, w: Any, loc: tuple) -> None:
     where = ctx.loaded.where(*loc)
     path = ctx.loaded.path(w.path)
-    if not path.is_file():
+    if not is_file(path):
         raise UserError(f"trace file not found: {path}", **ctx.loaded.where(*loc, "path"))
     opts: dict[str, Any] = {"limit": w.limit}
     fmt = w.format

@@ -26,6 +26,7 @@ from pydantic import (
     model_validator,
 )
 
+from gpucluster.files import is_file
 from gpucluster.errors import UserError
 from gpucluster.specs.cluster import ClusterSpec, _canonical
 from gpucluster.specs.loader import load_yaml
@@ -444,7 +445,7 @@ def load_scenario(path: str | Path) -> LoadedScenario:
     loaded = LoadedScenario(spec, None, base, str(path), lines)
     if isinstance(spec.cluster, str):
         p = loaded.path(spec.cluster)
-        if not p.is_file():
+        if not is_file(p):
             raise UserError(f"cluster spec not found: {p}", **loaded.where("cluster"))
         loaded.cluster = load_cluster(p)
     elif spec.cluster is not None:

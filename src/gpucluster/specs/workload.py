@@ -25,6 +25,7 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt, ValidationInfo, field_validator
 
+from gpucluster.files import is_file
 from gpucluster.catalog.models import Entry, Sourced, _known_source
 from gpucluster.errors import UserError
 from gpucluster.registry import Registry
@@ -270,7 +271,7 @@ def _is_file(text: str) -> bool:
     """Path.is_file, False for a name the OS cannot even look up (too long, a NUL byte): such a name
     is then an unknown preset, one line (fuzz case 12566: OSError File name too long)."""
     try:
-        return Path(text).is_file()
+        return is_file(text)
     except (OSError, ValueError):
         return False
 

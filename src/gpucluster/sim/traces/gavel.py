@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from gpucluster.files import is_file
 from gpucluster.errors import UserError
 from gpucluster.sim.traces import TraceJob, TraceRead, readers
 
@@ -62,7 +63,7 @@ def read_gavel(path: str, limit: int | None = None, runtimes: str | None = None,
     table_path = Path(throughputs) if throughputs else default_table(path)
     if table_path is None:
         rt = Path(path).with_name("philly_runtime.csv")
-        if rt.is_file():   # the approximation, named in the report's format
+        if is_file(rt):   # the approximation, named in the report's format
             _by_rank(out, str(rt))
             return out
         raise UserError("gavel traces need a throughput table (run time = total_steps / throughput): set "
@@ -90,7 +91,7 @@ def _by_rank(out: TraceRead, runtimes: str) -> None:
     """Run times from the Philly distribution by step-count rank within each job type."""
     out.format = "gavel (run times by rank from the Philly distribution)"
     rt = Path(runtimes)
-    if not rt.is_file():
+    if not is_file(rt):
         raise UserError(f"Philly run-time CSV not found: {rt}", file=out.path, field="runtimes")
     from gpucluster.sim.traces.philly import read_runtimes
     values, _ = read_runtimes(str(rt))
