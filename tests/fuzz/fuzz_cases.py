@@ -677,9 +677,10 @@ class CaseTimeout(BaseException):
     test can swallow it."""
 
 
-def run_in_process(argv: list[str], timeout_s: float = 60.0) -> tuple[int | str, str, str]:
+def run_in_process(argv: list[str], timeout_s: float = 60.0, cwd: Path | None = None) -> tuple[int | str, str, str]:
     """`gpucluster ARGV` through the real entry point (`main`: its UserError -> one line, exit 2
-    handling included), with stdout and stderr captured; ("timeout", ...) past `timeout_s`."""
+    handling included), with stdout and stderr captured; ("timeout", ...) past `timeout_s`. In
+    `cwd` (the case's folder): a relative output path (`-o 30`) lands there, not in the checkout."""
     import contextlib
     import io
     import signal
@@ -698,7 +699,8 @@ def run_in_process(argv: list[str], timeout_s: float = 60.0) -> tuple[int | str,
     signal.setitimer(signal.ITIMER_REAL, timeout_s)
     try:
         sys.argv = ["gpucluster", *argv]
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
+                contextlib.chdir(cwd or Path.cwd()):
             try:
                 app_module.main()
             except SystemExit as exc:
