@@ -46,7 +46,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "fuzz"))
 
-from fuzz_cases import Case, RandomSource, classify, make_case  # noqa: E402
+from fuzz_cases import make_case  # noqa: E402
+from fuzz_mutations import Case, RandomSource  # noqa: E402
+from fuzz_oracle import classify  # noqa: E402
 
 EXE = Path(sys.executable).parent / "gpucluster"
 CLASSES = ("traceback", "hang", "memory", "crash", "not-one-line", "markup", "escape", "wrong-accept")

@@ -17,7 +17,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fuzz_cases import KINDS, DataSource, RandomSource, classify, make_case, run_in_process
+from fuzz_cases import KINDS, make_case
+from fuzz_mutations import DataSource, RandomSource
+from fuzz_oracle import classify, run_in_process
 
 EXAMPLES = int(os.environ.get("GPUCLUSTER_FUZZ_EXAMPLES", "30"))
 SLOW = os.environ.get("GPUCLUSTER_FUZZ_SLOW", "") not in ("", "0")

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 import yaml
 
-from fuzz_cases import EXAMPLES, classify, run_in_process
+from fuzz_cases import EXAMPLES
+from fuzz_oracle import classify, run_in_process
 
 CLUSTER = EXAMPLES / "h100-64-ib.yaml"
 NAME = "lab [/x] cluster [estimate] \x1b]0;TITLE\x07 \u202e end\\"
