@@ -21,7 +21,7 @@ Two ways to run a case, both one process per case with the same limits:
   runs; ~0.8 CPU-s a case of start-up). `--compare` runs every case both ways and reports the
   cases whose verdicts differ.
 
-Cases come from tests/fuzz/fuzz_cases.py (the same generator and oracle as the pytest slice,
+Cases come from tests/fuzz/fuzz_cases.py and the oracle from fuzz_oracle.py (as in the pytest slice,
 here with every command kind: plan, check, simulate and traces included), seeded by their
 index, so `--first K -n 1` reruns case K. Exit 1 when any case broke a promise.
 """
