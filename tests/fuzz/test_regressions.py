@@ -442,3 +442,12 @@ def test_a_path_too_long_to_look_up_is_a_one_line_error(tmp_path):
     scenario = tmp_path / "s.yaml"
     scenario.write_text(yaml.safe_dump(data, sort_keys=False))
     one_line_error("simulate", str(scenario), needle="cluster spec not found")
+
+
+def test_a_simulation_job_count_that_is_a_mapping_is_refused(tmp_path):
+    # fuzz case 47300: `jobs.completed: {"a": 1}` was taken for a breakdown and silently dropped
+    doc = {"schema": "gpucluster-simulation/v1", "scenario": "s", "policy": "fifo",
+           "jobs": {"total": 3, "completed": {"a": 1}, "failed": 1, "not_run": {}}}
+    result = tmp_path / "r.json"
+    result.write_text(json.dumps(doc))
+    one_line_error("metrics", str(result), needle="jobs.completed")

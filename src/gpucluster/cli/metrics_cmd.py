@@ -113,9 +113,13 @@ def _check_simulation(doc: dict, source: str) -> None:
         name(k, "gpu_hours")
         number(v, f"gpu_hours.{k}")
     for k, v in mapping(doc.get("jobs"), "jobs").items():
-        if not isinstance(v, dict):             # a mapping is a breakdown (not_run by reason): not exported
-            name(k, "jobs")
-            number(v, f"jobs.{k}", count=True)
+        if k == "not_run":                      # the one breakdown (why, by reason): checked, not exported
+            for why, n in mapping(v, "jobs.not_run").items():
+                name(why, "jobs.not_run")
+                number(n, f"jobs.not_run.{why}", count=True)
+            continue
+        name(k, "jobs")
+        number(v, f"jobs.{k}", count=True)
     if "goodput" in doc:
         number(doc["goodput"], "goodput", hi=1, null=True)
     for cls, c in mapping(doc.get("classes"), "classes").items():
