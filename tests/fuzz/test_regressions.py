@@ -451,3 +451,21 @@ def test_a_simulation_job_count_that_is_a_mapping_is_refused(tmp_path):
     result = tmp_path / "r.json"
     result.write_text(json.dumps(doc))
     one_line_error("metrics", str(result), needle="jobs.completed")
+
+
+def test_arrivals_are_bounded_before_the_simulator_allocates(tmp_path):
+    # fuzz case 49194: arrivals.count 2^31 made numpy ask for 16 GiB
+    data = yaml.safe_load((CLUSTER.parent / "scenarios" / "failures-256-nodes.yaml").read_text())
+    data["workloads"][0]["arrivals"]["count"] = 2**31
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(yaml.safe_dump(data, sort_keys=False))
+    one_line_error("simulate", str(scenario), needle="arrivals.count")
+
+
+def test_a_storage_path_with_a_control_character_is_refused_by_metrics(tmp_path):
+    # fuzz case 48734: an ESC sequence in `path` became a label value printed to the terminal
+    doc = {"schema": "gpucluster-bench-storage/v1", "path": "\x1b]0;TITLE\x07", "size_bytes": 1 << 30, "write_gbps": 1.8,
+           "read_gbps": 3.2}
+    result = tmp_path / "r.json"
+    result.write_text(json.dumps(doc))
+    one_line_error("metrics", str(result), "--openmetrics", needle="path")

@@ -71,6 +71,7 @@ def _text(doc: dict, key: str, source: str) -> str:
     v = doc.get(key)
     if not isinstance(v, str):
         raise UserError(f"must be text, got {type(v).__name__}", file=source, field=key)
+    _label(v, key, source)      # it becomes a label value: no control characters (fuzz case 48734)
     return v
 
 

@@ -32,6 +32,9 @@ from gpucluster.specs.cluster import ClusterSpec, _canonical
 from gpucluster.specs.loader import load_yaml
 
 
+MAX_ARRIVALS = 10_000_000   # jobs one workload may submit: 100x the simulator's speed benchmark
+
+
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
@@ -89,7 +92,10 @@ class Arrivals(Strict):
     """When jobs arrive: a Poisson process (optionally with a daily cycle), fixed gaps, or all at once."""
     process: Literal["poisson", "fixed", "once"] = "poisson"
     per_day: float | None = Field(None, gt=0, description="poisson/fixed: mean arrivals per day")
-    count: int | None = Field(None, ge=0, description="stop after this many (once: how many at start_hours)")
+    # Bounded before anything is allocated (fuzz case 49194: 2^31 arrivals asked for 16 GiB); the
+    # simulator's speed benchmark runs 100,000 jobs.
+    count: int | None = Field(None, ge=0, le=MAX_ARRIVALS,
+                              description="stop after this many (once: how many at start_hours)")
     start_hours: float = Field(0.0, ge=0, description="first possible arrival")
     end_hours: float | None = Field(None, gt=0, description="no arrivals after this (default: the horizon)")
     diurnal_amplitude: float = Field(0.0, ge=0, le=1, description="poisson: rate x (1 + a cos(2 pi (h - peak)/24))")
