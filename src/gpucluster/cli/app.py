@@ -7,6 +7,7 @@ layout (no rich or markdown rendering at start), so that every command starts fa
 from __future__ import annotations
 
 import os
+import re
 import sys
 from difflib import get_close_matches
 from importlib import import_module
@@ -73,7 +74,69 @@ def load_command(name: str) -> Any:
     else:
         one.command(name)(obj)
     one.command("_")(lambda: None)  # two commands: typer builds a group, not a lone command
-    return typer.main.get_group(one).commands[name]
+    command = typer.main.get_group(one).commands[name]
+    _plain_coercion(command)
+    return command
+
+
+_INT_TEXT = re.compile(r"-?[0-9]+")
+
+
+class _PlainCoercion:
+    """Coerces a str, int, float or bool option without pydantic, or hands the value to typer's own.
+
+    typer (0.2x) coerces every option through a pydantic TypeAdapter built on first use, given or
+    not: pydantic's schema machinery and its plugin look-up (importlib.metadata) cost about 0.1 s
+    of a `plan train` run. The values answered here are the ones that adapter returns unchanged or
+    as int(text); anything else (a bad number, "1_000", " 3") goes to it, errors and all."""
+
+    __slots__ = ("_annotation", "_param")
+
+    def __init__(self, param: Any, annotation: type) -> None:
+        self._param, self._annotation = param, annotation
+
+    def coerce(self, value: Any, param: Any, ctx: Any) -> Any:
+        kind = type(value)
+        if value is None or kind is self._annotation:
+            return value
+        if self._annotation is int and kind is str and _INT_TEXT.fullmatch(value):
+            return int(value)
+        from typer._coercion import build_runtime_param
+
+        self._param._runtime_param = build_runtime_param(self._param.type_descriptor)
+        return self._param._runtime_param.coerce(value, param=param, ctx=ctx)
+
+
+def _plain_coercion(command: Any) -> None:
+    """Give the single-valued str/int/float/bool options of the command, its subcommands and their
+    --help (made on first parse) _PlainCoercion. A typer without these internals keeps its own."""
+    for sub in getattr(command, "commands", {}).values():
+        _plain_coercion(sub)
+    for param in command.params:
+        _plain_param(param)
+    make_help = getattr(command, "get_help_option", None)
+    if make_help is None or getattr(make_help, "plain", False):
+        return
+
+    def get_help_option(ctx: Any) -> Any:
+        option = make_help(ctx)
+        if option is not None:
+            _plain_param(option)
+        return option
+
+    get_help_option.plain = True  # type: ignore[attr-defined]
+    command.get_help_option = get_help_option
+
+
+def _plain_param(param: Any) -> None:
+    desc = getattr(param, "type_descriptor", None)
+    info = getattr(desc, "parameter_info", None)
+    if (desc is None or info is None or getattr(param, "_runtime_param", False) is not None
+            or desc.annotation not in (str, int, float, bool) or desc.file_annotation is not None
+            or param.multiple or param.nargs != 1 or info.parser is not None
+            or info.min is not None or info.max is not None or desc.is_choice or desc.is_path):
+        return
+    param._runtime_param = _PlainCoercion(param, desc.annotation)
 
 
 class _LazyGroup(TyperGroup):
@@ -90,6 +153,10 @@ class _LazyGroup(TyperGroup):
     def format_commands(self, ctx: Any, formatter: Any) -> None:
         with formatter.section("Commands"):
             formatter.write_dl([(name, entry[3]) for name, entry in COMMANDS.items()])
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        _plain_coercion(self)
+        return super().parse_args(ctx, args)
 
     def resolve_command(self, ctx: Any, args: list[str]) -> Any:
         try:

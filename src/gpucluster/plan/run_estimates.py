@@ -10,17 +10,12 @@ from gpucluster.model.cost import run_cost_usd
 from gpucluster.model.transformer_params import params
 from gpucluster.plan.fabric_from import PlanTarget
 from gpucluster.plan.reliability_plan import ReliabilityPlan, reliability_plan
-from gpucluster.plan.train_plan import TrainingPlan, plan_training
+from gpucluster.plan.train_plan import CHINCHILLA_TOKENS_PER_PARAM, DEFAULT_BATCH_TOKENS, TrainingPlan, plan_training
 from gpucluster.plan.train_search import training_precision
 from gpucluster.specs.workload import TransformerSpec
 
 if TYPE_CHECKING:  # annotations only: the cluster spec models stay off `plan train --gpu`'s start-up
     from gpucluster.specs.cluster import ClusterSpec
-
-# The same defaults as `gpucluster plan train` (plan/train_request.py): Llama 2/3 trained with about
-# 4M tokens per optimizer step; Chinchilla (Hoffmann et al. 2022): ~20 tokens per parameter.
-DEFAULT_BATCH_TOKENS = 4 * 2**20
-CHINCHILLA_TOKENS_PER_PARAM = 20
 
 
 def default_tokens(model: TransformerSpec) -> int:

@@ -17,6 +17,11 @@ from gpucluster.plan.train_search import SEARCHED, SearchResult, search
 from gpucluster.specs.workload import TransformerSpec
 
 FULL_LAYOUT = {"tp", "pp", "dp", "cp", "ep", "interleave", "micro_batch", "recompute", "zero"}
+# The defaults of `gpucluster plan train` (plan/train_request.py, plan/run_estimates.py): Llama 2/3
+# trained with about 4M tokens per optimizer step; Chinchilla (Hoffmann et al. 2022): ~20 tokens
+# per parameter.
+DEFAULT_BATCH_TOKENS = 4 * 2**20
+CHINCHILLA_TOKENS_PER_PARAM = 20
 
 
 @dataclass

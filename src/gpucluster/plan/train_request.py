@@ -12,8 +12,8 @@ from typing import Any
 
 from gpucluster.errors import UserError
 from gpucluster.plan.fabric_from import from_options
-from gpucluster.plan.run_estimates import CHINCHILLA_TOKENS_PER_PARAM, DEFAULT_BATCH_TOKENS
-from gpucluster.plan.train_plan import TrainingPlan, plan_training, require_precision
+from gpucluster.plan.train_plan import (CHINCHILLA_TOKENS_PER_PARAM, DEFAULT_BATCH_TOKENS, TrainingPlan, plan_training,
+                                       require_precision)
 from gpucluster.specs.workload import TransformerSpec, load_model_spec, model_presets
 
 PRECISIONS = ("bf16", "fp16", "fp8")
