@@ -180,4 +180,4 @@ def leaves_used(st: ClusterState, gpus: np.ndarray) -> tuple[int, int]:
     if nodes.size == 1:
         return 1, 1
     used = int(np.unique(st.node_leaf[nodes]).size)
-    return used, max(1, -(-nodes.size // st.leaf_size))
+    return used, max(1, -(-nodes.size // int(st.pool_leaf_size[nodes].max())))

@@ -58,6 +58,11 @@ class ClusterState:
         self.pools = list(dict.fromkeys(x.pool for x in nodes))
         self.pool_types = list(dict.fromkeys(x.gpu_type for x in nodes))   # GPU types in pool order
         self.node_pool = np.array([self.pools.index(x.pool) for x in nodes], dtype=np.int64)
+        # nodes under the fullest leaf of each node's pool: a gang of that pool's nodes needs
+        # ceil(nodes / it) leaves (a pool of 8-NIC nodes fits fewer nodes under a leaf than 1-NIC ones)
+        pool_leaf = np.zeros(len(self.pools), dtype=np.int64)
+        np.maximum.at(pool_leaf, self.node_pool, np.bincount(self.node_leaf)[self.node_leaf])
+        self.pool_leaf_size = pool_leaf[self.node_pool]
         self.cpu_cap = np.array([x.cpu_milli for x in nodes], dtype=np.int64)
         self.mem_cap = np.array([x.mem_mib for x in nodes], dtype=np.int64)
         self.cpu_free = self.cpu_cap.copy()

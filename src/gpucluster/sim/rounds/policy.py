@@ -18,17 +18,21 @@ from typing import Any, ClassVar
 import numpy as np
 
 from gpucluster.sim.jobs import Job
-from gpucluster.sim.placement import Scratch
+from gpucluster.sim.placement import Scratch, place_whole
 from gpucluster.sim.policies import policies
 from gpucluster.sim.policies.base import Decision, Policy, Preempt, Start, View
 from gpucluster.sim.rounds.mechanism import assign
+from gpucluster.sim.state import WHOLE
 
 
 class RoundPolicy(Policy):
     allocator_name: ClassVar[str] = ""
     options_doc: ClassVar[dict[str, str]] = {
         "round_s": "seconds per round (default 360, Gavel's)",
-        "bisections": "finish-time fairness: bisection steps on rho (default 12)"}
+        "bisections": "finish-time fairness: bisection steps on rho (default 12)",
+        "placement": "where a gang's GPUs go within its type: pack (default: fewest nodes, most free "
+                     "first) or topology (the tightest leaf switch, else the fewest leaves)"}
+    PLACEMENTS: ClassVar[tuple[str, ...]] = ("pack", "topology")
 
     def __init__(self, options: dict | None = None, queues: dict | None = None) -> None:
         super().__init__(options, queues)
@@ -38,8 +42,14 @@ class RoundPolicy(Policy):
             from gpucluster.errors import UserError
             raise UserError(f"round_s must be > 0, got {self.round_s}", field="policy_options.round_s")
         self.tick_s = self.round_s
+        place = self.options.get("placement", "pack")
+        if place not in self.PLACEMENTS:
+            from gpucluster.errors import UserError
+            raise UserError(f"placement must be one of {', '.join(self.PLACEMENTS)}, got {place!r}",
+                            field="policy_options.placement")
+        self.gang_placement = place
         self.alloc = load_all().get(self.allocator_name)(
-            {k: v for k, v in self.options.items() if k != "round_s"}, seed=0)
+            {k: v for k, v in self.options.items() if k not in ("round_s", "placement")}, seed=0)
         self.prices: dict[str, float] = {}
         self.last_round: float | None = None
         self.key_ids: tuple = ()
@@ -113,7 +123,11 @@ class RoundPolicy(Policy):
         for j, k in zip(jobs, asg.tolist(), strict=True):
             if k < 0 or (j.id in view.running and types[k] == j.gpu_type):
                 continue
-            g = self.place(view, scr, j, gpu_type=types[k] if len(types) > 1 else None)
+            t = types[k] if len(types) > 1 else None
+            if j.milli >= WHOLE:
+                g = place_whole(scr, j.gpus, view.mask(t), self.gang_placement, j.cpu_milli, j.mem_mib, view.frag)
+            else:
+                g = self.place(view, scr, j, gpu_type=t)
             if g is None:
                 continue    # fragmented nodes: the job waits for the next round
             scr.take(g, j.milli, j.cpu_milli, j.mem_mib)
