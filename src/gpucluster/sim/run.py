@@ -25,11 +25,14 @@ def nodes_from_spec(loaded: LoadedScenario) -> tuple[list[NodeInfo], list[dict]]
     if loaded.cluster is not None:
         from gpucluster.model.topology import fabric_of
         cluster = loaded.cluster
+        from gpucluster.sim.node_sets import node_name, pool_hostnames
         tree = fabric_of(cluster)
+        names = pool_hostnames(loaded)   # the scenario's hostnames:, else <pool>-<index>
         nodes, i = [], 0
         for p in cluster.node_pools:
             for k in range(p.count):
-                nodes.append(NodeInfo(f"{p.name}-{k:04d}", p.name, p.gpu, p.gpus_per_node, tree.leaf_of(i, 0)))
+                nodes.append(NodeInfo(node_name(names, p.name, k), p.name, p.gpu, p.gpus_per_node,
+                                      tree.leaf_of(i, 0)))
                 i += 1
     else:
         from gpucluster.sim.traces.openb import read_nodes

@@ -4,14 +4,18 @@ Errors (a UserError naming the field, exit code 2), for what cannot be meant:
 * static partitions that over-commit the cluster (their whole nodes, taken in pool
   order, run out before the last queue gets its `gpus`), a partition of 0 GPUs, or
   jobs sent to the leftover `default` partition when the named ones take every node;
-* a Kueue flavor naming a GPU type the cluster does not have.
+* a Kueue flavor naming a GPU type the cluster does not have;
+* Slurm partitions (`queues.X.nodes`, `priority_tier`) under a policy that does not model
+  them (only backfill and the policies built on it do), a partition naming a node the
+  cluster does not have, `hostnames:` with a node list (nodes_csv).
 
 Warnings (in the summary, terminal and JSON, `warnings: [{code, workload, field,
 jobs, message}]`), for jobs that will be rejected rather than run:
 * `larger_than_cluster`: jobs no node of the cluster can ever hold (more GPUs than
   it has of the job's types, a share or CPU no node has); `no_gpu_type`: jobs
   (from a trace) whose GPU types the cluster lacks;
-* `larger_than_partition` / `larger_than_quota`: jobs larger than their partition,
+* `larger_than_partition` / `larger_than_quota`: jobs larger than their partition (static
+  or a Slurm partition's node set),
   or than what their Kueue queue can ever hold (quota plus what it may borrow);
 * `queue_without_quota`: Kueue jobs of a queue the scenario does not define (they
   only borrow).
@@ -24,11 +28,13 @@ from typing import Any
 
 from gpucluster.errors import UserError
 from gpucluster.sim.jobs import Job
+from gpucluster.sim.policies.backfill import EasyBackfill
 from gpucluster.specs.scenario import Inference, LoadedScenario
 
 
 def check_scenario(sim: Any, loaded: LoadedScenario) -> list[dict[str, Any]]:
     pol = sim.policy
+    _slurm_partitions(sim, loaded)
     if pol.name == "partition":
         _partitions(sim, loaded)
     if pol.name == "kueue":
@@ -62,6 +68,12 @@ def _class(sim: Any, loaded: LoadedScenario, i: int, w: Any, jobs: list[Job], wa
             room = pol._room(view, j, part)
             if j.gpu_share > room:
                 why, code = f"more GPUs than partition {part!r} has of its types ({room})", "larger_than_partition"
+        if not why and isinstance(pol, EasyBackfill):
+            from gpucluster.sim.policies.base import View
+            view = view or View(0.0, sim.state, [], {}, True, set(), 0)
+            rej = pol.too_big(view, j)
+            if rej is not None:
+                why, code = rej.reason.replace("asks for", "each asks for", 1), "larger_than_partition"
         if not why and pol.name == "kueue" and pol.queues:
             from gpucluster.sim.policies.base import View
             view = view or View(0.0, sim.state, [], {}, True, set(), 0)
@@ -118,3 +130,39 @@ def _kueue_flavors(sim: Any, loaded: LoadedScenario) -> None:
             if resolve_flavor(name, types) is None:
                 raise UserError(f"flavor {name!r} is not a GPU type of the cluster (it has: {', '.join(types)})",
                                 **loaded.where("queues", q, "flavors", name))
+
+
+def _slurm_partitions(sim: Any, loaded: LoadedScenario) -> None:
+    """Slurm partitions' node sets and tiers: only under policies that model them, over nodes
+    the cluster has."""
+    from gpucluster.sim.node_sets import names_text, partition_of, resolve
+    spec, pol, st = loaded.spec, sim.policy, sim.state
+    if spec.hostnames and loaded.cluster is None:
+        raise UserError("hostnames applies to a cluster spec's pools; a node list (nodes_csv) names its own nodes",
+                        **loaded.where("hostnames"))
+    slurm = [(q, f) for q, s in spec.queues.items() for f in ("nodes", "priority_tier") if getattr(s, f) is not None]
+    for q, s in spec.queues.items():
+        if pol.name in ("kueue", "partition") and s.gpus is None and s.flavors is None:
+            raise UserError(f"policy {pol.name} needs the queue's gpus (or flavors); {q!r} gives only Slurm "
+                            "partition fields", **loaded.where("queues", q))
+    if not slurm:
+        return
+    if not isinstance(pol, EasyBackfill):
+        q, f = slurm[0]
+        raise UserError(f"policy {pol.name} does not model Slurm partitions (node sets, PriorityTier): use "
+                        "backfill or multifactor (or a policy built on backfill: topo, hetero)",
+                        **loaded.where("queues", q, f))
+    _, unknown = resolve(st, spec.queues)
+    for q, names in unknown.items():
+        shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+        raise UserError(f"partition {q!r} names nodes the cluster does not have: {shown} (its nodes: "
+                        f"{names_text(st)}; name them with hostnames: per pool)", **loaded.where("queues", q, "nodes"))
+    with_nodes = {q for q, s in spec.queues.items() if s.nodes is not None}
+    other: dict[str, int] = {}
+    for j in sim.jobs:
+        p = partition_of(j)
+        if p not in spec.queues:
+            other[p] = other.get(p, 0) + 1
+    if with_nodes and other:
+        sim.notes.append(f"{sum(other.values()):,} jobs of partitions the scenario's queues do not define "
+                         f"({', '.join(sorted(other)[:5])}) may use every node")

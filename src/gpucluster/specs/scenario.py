@@ -336,12 +336,28 @@ class Queue(Strict):
                                                                "on for the kueue policy)")
     queueing_strategy: Literal["BestEffortFIFO", "StrictFIFO"] = Field(
         "BestEffortFIFO", description="Kueue: StrictFIFO blocks the queue behind a head that does not fit")
+    # A Slurm partition (scontrol show partition): its node set and PriorityTier (docs/simulator.md,
+    # "Calibrating the twin"); honoured by backfill and the policies built on it (multifactor).
+    nodes: str | None = Field(None, description="Slurm partition: its nodes, a hostlist over the cluster's node "
+                                                "names (gpu[01-04,09]; default: every node)")
+    priority_tier: int | None = Field(None, ge=0, le=65533, description="Slurm partition: PriorityTier (jobs of "
+                                      "a higher tier are scheduled before any of a lower one; Slurm default 1)")
+
+    @field_validator("nodes")
+    @classmethod
+    def _hostlist(cls, v: str | None) -> str | None:
+        from gpucluster.specs.hostlist import expand
+        if v is not None:
+            expand(v)   # its ValueError is the field's error
+        return v
 
     @model_validator(mode="after")
     def _quota(self) -> Queue:
-        if (self.gpus is None) == (self.flavors is None):
+        slurm = self.nodes is not None or self.priority_tier is not None
+        if (self.gpus is None) == (self.flavors is None) and not (slurm and self.gpus is None):
             raise ValueError("give gpus (a quota over any GPU type, or a partition's size) or flavors "
-                             "(a quota per GPU type), not both")
+                             "(a quota per GPU type), not both; a Slurm partition may give nodes or "
+                             "priority_tier instead")
         if self.flavors is not None and (self.borrowing_limit is not None or self.lending_limit is not None):
             raise ValueError("with flavors, borrowing_limit and lending_limit go inside each flavor")
         for name, fq in (self.flavors or {"gpus": FlavorQuota(nominal_quota=self.gpus or 0,
@@ -378,6 +394,8 @@ class Scenario(Strict):
     policy: str = "backfill"
     policy_options: dict[str, Any] = Field(default_factory=dict, description="options of the policy")
     queues: dict[str, Queue] = Field(default_factory=dict)
+    hostnames: dict[str, str] = Field(default_factory=dict, description="node names of a pool, a Slurm hostlist "
+                                      "in the pool's order (default <pool>-0000, <pool>-0001, ...)")
     failures: Failures | None = None
     cloud_burst: CloudBurst | None = None
     spread_slowdown: float = Field(0.05, ge=0, description="a gang runs 1 + s x (leaves used - leaves needed) "

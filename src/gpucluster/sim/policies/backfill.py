@@ -17,6 +17,15 @@ limit is killed there (TIMEOUT) by the simulator, whatever the estimate.
 
 The queue is taken in the policy's order (`order(view)`): the simulator's queue, or
 the multifactor priority (multifactor.py) that re-sorts it as Slurm does.
+
+Slurm partitions (the scenario's `queues` with `nodes:` and `priority_tier:`, see
+node_sets.py): a job starts only on its partition's nodes, and jobs of a higher
+PriorityTier come before any job of a lower one (Slurm sorts the queue by tier, then
+priority). With node sets the head's reservation is on the nodes it may use (its
+partition's, of the GPU type whose shadow is earliest): a later job placed wholly
+outside them never delays it; one that needs them must end before the shadow or fit in
+the extra GPUs, as above. A job larger than its partition is rejected (Slurm leaves it
+pending for ever with reason PartitionNodeLimit).
 """
 
 from __future__ import annotations
@@ -27,9 +36,10 @@ from typing import ClassVar
 import numpy as np
 
 from gpucluster.sim.jobs import Job
+from gpucluster.sim.node_sets import DEFAULT_TIER, partition_of, resolve, tiers
 from gpucluster.sim.placement import Scratch, free_whole
 from gpucluster.sim.policies import policies
-from gpucluster.sim.policies.base import Decision, Policy, Start, View
+from gpucluster.sim.policies.base import Decision, Policy, Reject, Start, View
 
 INF = float("inf")
 
@@ -55,6 +65,60 @@ class EasyBackfill(Policy):
         self.by_limit = est == "limit"
         self._limits = False               # a job with a time limit was seen (else: the running table's ends)
         self._cache: tuple | None = None   # (head id, epoch or state version, shadow, extra, type)
+        self.tiers = tiers(self.queues)    # Slurm PriorityTier per partition
+        self._with_nodes = any(getattr(q, "nodes", None) is not None for q in self.queues.values())
+        self._masks: dict[str, np.ndarray] | None = None   # partition -> its nodes (from the first view)
+        self._rooms: dict[tuple, int] = {}
+
+    # -- Slurm partitions -------------------------------------------------------------
+    def key(self, job: Job) -> tuple:
+        """Slurm's queue order: PriorityTier of the job's partition, then priority, then submission."""
+        if self.tiers:
+            return (-self.tier_of(job), -job.priority, job.submit, job.seq)
+        return super().key(job)
+
+    def tier_of(self, job: Job) -> int:
+        return self.tiers.get(partition_of(job), DEFAULT_TIER)
+
+    def partition_masks(self, state) -> dict[str, np.ndarray]:
+        if self._masks is None:
+            self._masks = resolve(state, self.queues)[0] if self._with_nodes else {}
+        return self._masks
+
+    def part_mask(self, view: View, job: Job) -> np.ndarray | None:
+        """The nodes of the job's partition; None: every node."""
+        return self.partition_masks(view.state).get(partition_of(job)) if self._with_nodes else None
+
+    def place(self, view: View, scr: Scratch, job: Job, extra_mask: np.ndarray | None = None,
+              gpu_type: str | None = None) -> np.ndarray | None:
+        own = self.part_mask(view, job)
+        if own is not None:
+            extra_mask = own if extra_mask is None else extra_mask & own
+        return super().place(view, scr, job, extra_mask, gpu_type)
+
+    def partition_room(self, view: View, job: Job) -> int | None:
+        """GPUs (a share: 1) of its types the job's partition has; None without a node set."""
+        own = self.part_mask(view, job)
+        if own is None:
+            return None
+        types = tuple(view.types_for(job))
+        key = (partition_of(job), types, job.milli < 1000)
+        room = self._rooms.get(key)
+        if room is None:
+            st, room = view.state, 0
+            for t in types:
+                m = own if t is None else own & (st.node_type == st.type_index[t])
+                if m.any():
+                    room = max(room, 1 if job.milli < 1000 else int(st.node_gpus[m].sum()))
+            self._rooms[key] = room
+        return room
+
+    def too_big(self, view: View, job: Job) -> Reject | None:
+        room = self.partition_room(view, job)
+        if room is None or job.gpu_share <= room:
+            return None
+        return Reject(job, f"asks for {job.gpus} GPUs, more than its partition {partition_of(job)!r} has of its "
+                           f"GPU types ({room})")
 
     def order(self, view: View):
         """Waiting jobs in the order the pass takes them."""
@@ -73,6 +137,8 @@ class EasyBackfill(Policy):
         return job.expected_end
 
     def schedule(self, view: View) -> list[Decision]:
+        if self._with_nodes:
+            return self._schedule_sets(view)
         scr = Scratch(view.state)
         it = iter(self.order(view))
         out: list[Decision] = []
@@ -167,4 +233,101 @@ class EasyBackfill(Policy):
                 best = (shadow, extra, t)
         if best[0] == INF:
             return INF, INF, None   # the head cannot start on any type for now: it blocks nobody
+        return best
+
+    # -- with partition node sets -----------------------------------------------------
+    def _schedule_sets(self, view: View) -> list[Decision]:
+        """EASY backfill where each job has its partition's nodes and the head's reservation is a
+        node set (the general form of the per-type rule above; kept apart so runs without node sets
+        keep their hot path)."""
+        scr = Scratch(view.state)
+        it = iter(self.order(view))
+        out: list[Decision] = []
+        head = None
+        for job in it:
+            if job.time_limit_s is not None:
+                self._limits = self.by_limit
+            rej = self.too_big(view, job)
+            if rej is not None:
+                out.append(rej)
+                continue
+            g = self.place(view, scr, job)
+            if g is None:
+                head = job
+                break
+            scr.take(g, job.milli, job.cpu_milli, job.mem_mib)
+            out.append(Start(job, g))
+        if head is None:
+            return out
+        shadow, extra, rmask = self._reservation_sets(view, scr, head, out)
+        st = view.state
+        for job in islice(it, self.depth):
+            if not view.full and job.id not in view.new:
+                continue
+            if job.time_limit_s is not None:
+                self._limits = self.by_limit
+            rej = self.too_big(view, job)
+            if rej is not None:
+                out.append(rej)
+                continue
+            if rmask is None:
+                g = self.place(view, scr, job)
+            else:   # off the head's reserved nodes first: there it delays nobody
+                g = self.place(view, scr, job, extra_mask=~rmask)
+                if g is None:
+                    for t in self.types_order(view, job):
+                        late = view.now + self.estimate(job, t) > shadow
+                        if late and job.gpu_share > extra:
+                            continue
+                        g = self.place(view, scr, job, gpu_type=t) if t is not None else self.place(view, scr, job)
+                        if g is not None:
+                            if late:
+                                extra -= int(np.count_nonzero(rmask[st.gpu_node[g]])) * job.milli / 1000
+                            break
+            if g is None:
+                continue
+            scr.take(g, job.milli, job.cpu_milli, job.mem_mib)
+            out.append(Start(job, g))
+        return out
+
+    def _releases_in(self, view: View, mask: np.ndarray, t: str | None, started: list) -> tuple[np.ndarray, np.ndarray]:
+        """(planned ends ascending, GPUs freed on `mask`'s nodes by then cumulatively)."""
+        st = view.state
+        ends, gpus = [], []
+        for j in view.running.values():
+            if j.alloc is None:
+                continue
+            n = int(np.count_nonzero(mask[st.gpu_node[j.alloc]]))
+            if n:
+                ends.append(self.planned_end(j))
+                gpus.append(n * j.milli / 1000)
+        for s in started:
+            n = int(np.count_nonzero(mask[st.gpu_node[s.gpus]]))
+            if n:
+                ends.append(view.now + self.estimate(s.job, t))
+                gpus.append(n * s.job.milli / 1000)
+        e = np.array(ends, dtype=float)
+        order = np.argsort(e, kind="stable")
+        return e[order], np.cumsum(np.array(gpus, dtype=float)[order])
+
+    def _reservation_sets(self, view: View, scr: Scratch, head: Job,
+                          started: list) -> tuple[float, float, np.ndarray | None]:
+        st = view.state
+        own = self.part_mask(view, head)
+        best: tuple[float, float, np.ndarray | None] = (INF, INF, None)
+        need = head.gpu_share
+        for t in view.types_for(head):
+            m = view.mask(t)
+            if own is not None:
+                m = own if m is None else m & own
+            if m is None:
+                m = np.ones(len(st.nodes), dtype=bool)
+            free_now = free_whole(scr, m)
+            ends, cum = self._releases_in(view, m, t, [s for s in started if isinstance(s, Start)])
+            k = int(np.searchsorted(free_now + cum, need - 1e-9)) if free_now < need else 0
+            if k >= len(ends):
+                continue   # never enough on these nodes for now
+            shadow, extra = float(ends[k]), free_now + float(cum[k]) - need
+            if shadow < best[0]:
+                best = (shadow, extra, m)
         return best

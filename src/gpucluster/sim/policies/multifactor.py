@@ -23,7 +23,11 @@ Slurm's defaults are used for everything not given, and Slurm's default weights 
 (`scontrol show config | grep ^Priority`). Times take Slurm's forms ("7-0", "14-0",
 "5"): a bare number is minutes, as in slurm.conf. Priorities are recomputed every
 PriorityCalcPeriod (default 5 minutes), new jobs get theirs when they arrive, as in Slurm.
-Left out: site, association, nice and TRES factors, partition PriorityTier, Fair Tree.
+Jobs of a partition with a higher PriorityTier (`queues.<partition>.priority_tier`) come before
+any job of a lower tier whatever their priorities, as Slurm sorts its queue (tier, then priority);
+PriorityJobFactor is the weighted partition factor above. Without backfill (sched/builtin) a job
+that cannot start blocks the later jobs whose partitions share a node with its own (without node
+sets: every later job). Left out: site, association, nice and TRES factors, Fair Tree.
 """
 
 from __future__ import annotations
@@ -33,11 +37,14 @@ import math
 from dataclasses import replace
 from typing import Any, ClassVar
 
+import numpy as np
+
 from gpucluster.errors import UserError
 from gpucluster.sim.jobs import PENDING, Job
 from gpucluster.sim.policies import policies
 from gpucluster.sim.policies.backfill import EasyBackfill
-from gpucluster.sim.policies.base import Decision, View
+from gpucluster.sim.placement import Scratch
+from gpucluster.sim.policies.base import Decision, Start, View
 from gpucluster.sim.policies.fairshare import FairShare
 
 WEIGHTS = ("PriorityWeightAge", "PriorityWeightFairshare", "PriorityWeightJobSize", "PriorityWeightPartition",
@@ -142,7 +149,7 @@ class Multifactor(EasyBackfill):
         self.top_partition = max(self.partition_priority.values(), default=1.0)
         self.fairshare = FairShare(_number_map(o.get("shares", {}), "shares"), self.half_life_s)
         self.last_calc = -math.inf
-        self._entry: dict[int, tuple] = {}   # job id -> its current (-priority, submit, seq, job)
+        self._entry: dict[int, tuple] = {}   # job id -> its current (-tier, -priority, submit, seq, job)
         self._sorted: list[tuple] = []     # entries of waiting jobs, sorted; stale ones skipped
         self._by_id: dict[int, Job] | None = None
         self._fs: dict[str, float] = {}          # fair-share factors of the last calculation
@@ -187,11 +194,12 @@ class Multifactor(EasyBackfill):
 
     # -- order ----------------------------------------------------------------------
     def order(self, view: View):
-        """Waiting jobs by priority (highest first), then submission."""
+        """Waiting jobs by PriorityTier, then priority (highest first), then submission."""
         now = view.now
         if now - self.last_calc >= self.calc_period_s:
             fs = self._fs = self.fairshare.factors(now)
-            self._entry = {j.id: (-self.priority(j, now, fs, view), j.submit, j.seq, j) for j in view.queue}
+            self._entry = {j.id: (-self.tier_of(j), -self.priority(j, now, fs, view), j.submit, j.seq, j)
+                           for j in view.queue}
             self._sorted = sorted(self._entry.values())
             self.last_calc = now
         elif view.new:   # new jobs get their priority now, with the fair share of the last calculation
@@ -201,7 +209,7 @@ class Multifactor(EasyBackfill):
                 [j for j in view.queue if j.id in view.new]
             for j in new:
                 if j.state == PENDING:   # a requeued job gets a new entry; its old one is skipped
-                    e = self._entry[j.id] = (-self.priority(j, now, fs, view), j.submit, j.seq, j)
+                    e = self._entry[j.id] = (-self.tier_of(j), -self.priority(j, now, fs, view), j.submit, j.seq, j)
                     bisect.insort(self._sorted, e)
         if len(self._sorted) > 2 * len(view.queue) + 64:
             self._sorted = [e for e in self._sorted if e[-1].state == PENDING and self._entry.get(e[-1].id) is e]
@@ -216,4 +224,33 @@ class Multifactor(EasyBackfill):
             raise RuntimeError("multifactor's fair share needs prepare(sim) before the run (run.build calls it)")
         if self.backfill:
             return super().schedule(view)
+        if self._with_nodes:
+            return self._builtin_sets(view)
         return self.greedy(view, self.order(view), blocking=True)
+
+    def _builtin_sets(self, view: View) -> list[Decision]:
+        """Strict priority order with node sets: a job that cannot start blocks the jobs after it
+        that could use any of its partition's nodes (Slurm's main scheduler skips the rest of a
+        partition that could not start a job)."""
+        scr = Scratch(view.state)
+        out: list[Decision] = []
+        blocked: np.ndarray | None = None
+        everything = np.ones(len(view.state.nodes), dtype=bool)
+        for job in self.order(view):
+            rej = self.too_big(view, job)
+            if rej is not None:
+                out.append(rej)
+                continue
+            own = self.part_mask(view, job)
+            own = everything if own is None else own
+            if blocked is not None and (blocked & own).any():
+                if blocked.all():
+                    break
+                continue
+            g = self.place(view, scr, job)
+            if g is None:
+                blocked = own.copy() if blocked is None else blocked | own
+                continue
+            scr.take(g, job.milli, job.cpu_milli, job.mem_mib)
+            out.append(Start(job, g))
+        return out
