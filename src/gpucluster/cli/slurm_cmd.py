@@ -281,11 +281,19 @@ def import_(out: Annotated[str, typer.Option("--out", "-o", help="Trace file to 
             scenario: Annotated[Optional[str], typer.Option(help="Also write a scenario YAML that replays it")] = None,
             cluster: Annotated[Optional[str], typer.Option(help="Cluster spec for --scenario")] = None,
             policy: Annotated[str, typer.Option(help="Policy for --scenario")] = "backfill",
+            partitions_from: Annotated[str, typer.Option("--partitions", help="For --scenario: the partitions' node sets and tiers from "
+                                                         "`scontrol show partition -o` output in a FILE, `live` "
+                                                         "(run it here) or `none`")] = "live",
+            hostnames: Annotated[Optional[list[str]], typer.Option(
+                "--hostnames", help="POOL=HOSTLIST: a pool's Slurm node names in order (repeat; default, for a "
+                                    "cluster spec of one pool: the nodes the partitions name)")] = None,
             timeout: Timeout = 30.0, json_out: Json = False) -> None:
     """Turn sacct history into a trace (`gpucluster simulate` reads it with format: sacct). Every job
     keeps its partition, QOS, account, time limit, state, exit code and recorded wait (Start -
     Eligible); `simulate` on the scenario prints simulated against recorded waits per partition.
-    --policy multifactor replays Slurm's priority/multifactor (docs/simulator.md, calibration)."""
+    The scenario gets the partitions' node sets and PriorityTier (and PriorityJobFactor for
+    multifactor) from scontrol. --policy multifactor replays Slurm's priority/multifactor
+    (docs/simulator.md, calibration)."""
     import yaml
 
     from gpucluster.errors import UserError
@@ -293,6 +301,21 @@ def import_(out: Annotated[str, typer.Option("--out", "-o", help="Trace file to 
 
     if scenario and not cluster:
         raise UserError("--scenario needs --cluster SPEC", field="--cluster")
+    pools_names: dict[str, str] = {}
+    for h in hostnames or []:
+        pool, sep, expr = h.partition("=")
+        if not sep or not pool.strip() or not expr.strip():
+            raise UserError(f"{h!r} is not POOL=HOSTLIST (e.g. h200=gpu[01-16])", field="--hostnames")
+        pools_names[pool.strip()] = expr.strip()
+    part_text: str | None = None
+    part_source = partitions_from
+    if scenario and partitions_from == "live":
+        part_text, part_source = _client(timeout)._run(["scontrol", "show", "partition", "-o"]).stdout, "scontrol"
+    elif scenario and partitions_from != "none":
+        try:
+            part_text = Path(partitions_from).read_text(errors="replace")
+        except OSError as exc:
+            raise UserError(f"cannot read: {exc.strerror}", file=partitions_from, field="--partitions") from None
     text = _client(timeout).history(since, until)
     try:
         Path(out).write_text(text)
@@ -316,13 +339,28 @@ def import_(out: Annotated[str, typer.Option("--out", "-o", help="Trace file to 
     for j in read.jobs:
         p = getattr(j, "partition", "") or "(none)"
         partitions[p] = partitions.get(p, 0) + 1
-    info = {"trace": out, "rows": read.rows, "jobs": len(read.jobs), "skipped": dict(read.skipped),
+    info: dict[str, Any] = {"trace": out, "rows": read.rows, "jobs": len(read.jobs), "skipped": dict(read.skipped),
             "bad": dict(read.bad), "states": states, "replay_states": replay, "partitions": partitions}
     if scenario and cluster:    # (--scenario without --cluster was refused above)
         base = Path(scenario).resolve().parent
-        doc = {"name": f"sacct-replay-{Path(out).stem}", "cluster": os.path.relpath(Path(cluster).resolve(), base),
-               "policy": policy, "workloads": [{"kind": "trace", "name": "sacct", "format": "sacct",
-                                                "path": os.path.relpath(Path(out).resolve(), base)}]}
+        doc: dict[str, Any] = {"name": f"sacct-replay-{Path(out).stem}",
+                               "cluster": os.path.relpath(Path(cluster).resolve(), base), "policy": policy}
+        if part_text is not None:
+            from gpucluster.sim.traces.slurm_partitions import read_partitions, scenario_fields
+            from gpucluster.specs.cluster import load_cluster
+            pread = read_partitions(part_text, part_source)
+            spec = load_cluster(cluster)
+            fields = scenario_fields(pread, {p.name: p.count for p in spec.node_pools}, pools_names,
+                                     policy in ("multifactor", "priority-multifactor", "slurm"))
+            if "hostnames" in fields:
+                doc["hostnames"] = fields["hostnames"]
+            if "partition_priority" in fields:
+                doc["policy_options"] = {"partition_priority": fields["partition_priority"]}
+            doc["queues"] = fields["queues"]
+            info["partitions_read"] = pread.report()
+            info["partition_summary"] = pread.summary()
+        doc["workloads"] = [{"kind": "trace", "name": "sacct", "format": "sacct",
+                             "path": os.path.relpath(Path(out).resolve(), base)}]
         try:
             Path(scenario).write_text(yaml.safe_dump(doc, sort_keys=False))
         except OSError as exc:
@@ -336,3 +374,5 @@ def import_(out: Annotated[str, typer.Option("--out", "-o", help="Trace file to 
                       + (f"; scenario {safe(scenario)}" if scenario else ""), highlight=False)
         if read.skipped or read.bad:   # why rows are not replayed, one line (bad rows with their first line)
             console.print("  " + safe(read.summary().split("; ", 1)[-1]), highlight=False)
+        if "partition_summary" in info:   # partitions read, and bad lines by reason with the first one
+            console.print("  " + safe(info["partition_summary"]), highlight=False)
