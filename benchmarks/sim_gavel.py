@@ -12,7 +12,9 @@ trace, policy, jobs, mean_jct_h, makespan_h, utilization, cpu_s (+ finished, rou
 solves, switches, usd = GPU-hours held x USD per GPU-hour of the type). cpu_s is this
 process's CPU time for the run (reading the trace and importing scipy's HiGHS excluded). Other policies:
 finish_time_fairness(_perf), throughput_per_dollar_perf (prices: --prices, else the
-catalog's rental prices of the table's GPUs).
+catalog's rental prices of the table's GPUs), max_min_fairness_packed (space sharing: pairs
+of jobs on one GPU with the table's packed throughputs, sim/rounds/packed_engine.py; adds
+packed_gpu_h).
 """
 
 from __future__ import annotations
@@ -75,14 +77,26 @@ def run_one(trace: Path, table: Path, policy: str, counts: list[int], gpus: list
             switch_s: float, seed: int, prices_arg: str | None = None) -> dict:
     from gpucluster.sim.rounds import load_all
     from gpucluster.sim.rounds.allocation import highs_core
-    from gpucluster.sim.rounds.engine import run_rounds
+    from gpucluster.sim.rounds.engine import RoundResult, run_rounds
     arrival, scale, steps, T = load(trace, table, gpus)
     alloc = load_all().get(policy)(seed=seed)
     prices = prices_of(gpus, prices_arg)
     highs_core()   # the one-time import of scipy's HiGHS (~0.5 CPU s) is not part of a run, as reading the trace
+    packed = alloc.name == "max_min_fairness_packed"
+    if packed:   # space sharing: its own engine, pairs from the table (reading them is not part of a run)
+        from gpucluster.sim.rounds.packed_engine import run_packed_rounds, table_pairs
+        from gpucluster.sim.throughputs import read_table
+        from gpucluster.sim.traces.gavel import read_gavel
+        kind, pair_rate = table_pairs(read_table(table), [(j.job_type, j.gpus) for j in
+                                                          read_gavel(str(trace), throughputs=str(table)).jobs], gpus)
     t0 = time.process_time()
-    res = run_rounds(arrival, scale, steps, T, np.array(counts), alloc, round_s=round_s, switch_s=switch_s,
-                     prices=prices if "dollar" in alloc.name else None)
+    res: RoundResult
+    if packed:
+        res = run_packed_rounds(arrival, scale, steps, T, np.array(counts), kind, pair_rate, alloc,
+                                round_s=round_s, switch_s=switch_s)
+    else:
+        res = run_rounds(arrival, scale, steps, T, np.array(counts), alloc, round_s=round_s, switch_s=switch_s,
+                         prices=prices if "dollar" in alloc.name else None)
     cpu = time.process_time() - t0
     jct = res.jct_s
     by_type = res.busy_gpu_s_by_type
@@ -94,7 +108,9 @@ def run_one(trace: Path, table: Path, policy: str, counts: list[int], gpus: list
             "cpu_s": round(cpu, 2), "finished": int(res.finished.sum()), "rounds": res.rounds, "solves": res.solves,
             "switches": res.switches,
             # GPU-hours held by jobs x USD per GPU-hour of their type (idle GPUs not counted)
-            "usd": round(float((by_type / 3600 * prices).sum()), 0)}
+            "usd": round(float((by_type / 3600 * prices).sum()), 0),
+            # packing only: GPU-hours held by pairs of jobs sharing GPUs
+            **({"packed_gpu_h": round(getattr(res, "packed_gpu_s", 0.0) / 3600, 1)} if packed else {})}
 
 
 def main(argv: list[str] | None = None) -> int:

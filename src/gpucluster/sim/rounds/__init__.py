@@ -22,4 +22,5 @@ allocators: Registry = Registry("allocation policy")
 
 def load_all() -> Registry:
     from gpucluster.sim.rounds import allocation  # noqa: F401  (registers the policies)
+    from gpucluster.sim.rounds import packing  # noqa: F401  (max_min_fairness_packed)
     return allocators
