@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gpucluster.sim.rounds.allocation import Allocator, Problem
-from gpucluster.sim.rounds.mechanism import assign
+from gpucluster.sim.rounds.mechanism import Pairs
 
 
 @dataclass
@@ -66,6 +66,7 @@ def run_rounds(arrival_s: np.ndarray, scale: np.ndarray, steps: np.ndarray, thro
     sc = np.asarray(scale, dtype=np.int64)
     T = np.asarray(throughput, dtype=float)
     cap = np.asarray(capacity, dtype=np.int64)
+    cap_list = cap.tolist()
     N, K = T.shape
     order = np.argsort(arr, kind="stable")
     rem = np.asarray(steps, dtype=float).copy()
@@ -74,14 +75,21 @@ def run_rounds(arrival_s: np.ndarray, scale: np.ndarray, steps: np.ndarray, thro
     prev = np.full(N, -1, dtype=np.int64)
     # a job no type can ever hold never runs (Gavel would wait forever): leave it out
     runnable = np.asarray(((T > 0) & (sc[:, None] <= cap[None, :])).any(axis=1))
+    # GPU-seconds of a round where no job ends are whole GPUs x round_s: with an integral round_s
+    # they are exact sums in any order, so they are added per type, not per job
+    exact = float(round_s).is_integer() and float(cap.sum()) * round_s < 2.0 ** 52
     active: list[int] = []
     nxt, t, since = 0, 0.0, 0.0
     busy, rounds, solves, switches = 0.0, 0, 0, 0
     by_type = np.zeros(K)
-    X = np.zeros((0, K))
+    # the active jobs' state lives in local arrays (index = position in A) between changes
     A = np.zeros(0, dtype=np.int64)
-    arrA, scA, TA, recA = np.zeros(0), np.zeros(0, dtype=np.int64), np.zeros((0, K)), np.zeros((0, K))
-    integral, holds = False, np.zeros(0, dtype=bool)
+    X = np.zeros((0, K))
+    remA, svcA, prevA = np.zeros(0), np.zeros(0), np.zeros(0, dtype=np.int64)
+    pairs = Pairs(X, sc[A])
+    recP = np.zeros(0)                       # time received per pair since the allocation
+    p_arr, p_rate = np.zeros(0), np.zeros(0)
+    integral, held_jobs = False, 0
     changed = False
     while (nxt < N or active) and t < max_s:
         while nxt < N and arr[order[nxt]] <= t:
@@ -95,68 +103,84 @@ def run_rounds(arrival_s: np.ndarray, scale: np.ndarray, steps: np.ndarray, thro
                 t = max(t + round_s, math.ceil(arr[order[nxt]] / round_s) * round_s)
             continue
         if changed:
+            rem[A], service[A], prev[A] = remA, svcA, prevA
             A = np.array(active, dtype=np.int64)
             arrA, scA, TA = arr[A], sc[A], T[A]
+            remA, svcA, prevA = rem[A], service[A], prev[A]
             # the policies see speeds relative to each job's fastest type and work in seconds there,
             # as the event simulator's jobs carry them: the same LP, whichever driver asks
             best = TA.max(axis=1)
-            X = allocator.allocate(Problem(A, TA / best[:, None], scA, cap, prices, t - arrA, rem[A] / best))
+            X = allocator.allocate(Problem(A, TA / best[:, None], scA, cap, prices, t - arrA, remA / best))
             solves += 1
-            recA = np.zeros((len(A), K))   # time received per type since this allocation
+            pairs = Pairs(X, scA)
+            recP = np.zeros(len(pairs))
+            p_arr, p_rate = arrA[pairs.job], TA[pairs.job, pairs.type]
             since = 0.0
             changed = False
             # an integral X (FIFO, an underloaded cluster) may be a fixed point: see below
             integral = bool(np.all((X == 0) | (X >= 1 - 1e-9)))
-            holds = X.sum(axis=1) > 0
-        asg = assign(X, recA, since, scA, cap, service[A] / np.maximum(t - arrA, 1.0))
+            held_jobs = int(np.count_nonzero(X.sum(axis=1) > 0))
+        if len(pairs):
+            win = pairs.winners(pairs.order(recP, since, svcA[pairs.job] / np.maximum(t - p_arr, 1.0)), cap_list)
+            win.sort()                       # job order, as the per-job arrays are
+        else:
+            win = []
         if check is not None:
+            asg = np.full(len(A), -1, dtype=np.int64)
+            asg[pairs.job[win]] = pairs.type[win]
             check(X, asg, scA, cap)
         rounds += 1
-        r = np.flatnonzero(asg >= 0)
-        idx, k = A[r], asg[r]
-        moved = (prev[idx] != k) & (service[idx] > 0)
+        w = np.array(win, dtype=np.int64)
+        r, k, rate = pairs.job[w], pairs.type[w], p_rate[w]
+        rem_r = remA[r]
+        moved = (prevA[r] != k) & (svcA[r] > 0)
         switches += int(np.count_nonzero(moved))
-        rate = TA[r, k]
-        need = rem[idx] / rate
-        if switch_s > 0:
-            over = np.where(moved, switch_s, 0.0)
-            fin = need <= round_s - over + 1e-9
-            used = np.where(fin, over + need, round_s)
-            rem[idx] = np.where(fin, 0.0, rem[idx] - rate * (round_s - over))
-        else:   # the same arithmetic with over = 0, three array operations fewer per round
-            fin = need <= round_s + 1e-9
-            used = np.where(fin, need, round_s)
-            rem[idx] = np.where(fin, 0.0, rem[idx] - rate * round_s)
-        held = scA[r] * used
-        busy += float(held.sum())
-        by_type += np.bincount(k, weights=held, minlength=K)
-        recA[r, k] += used
-        service[idx] += used
-        prev[A] = -1
-        prev[idx] = k
+        need = rem_r / rate
+        span = np.where(moved, round_s - switch_s, round_s) if switch_s > 0 else round_s
+        fin = need <= span + 1e-9
+        prevA[:] = -1
+        prevA[r] = k
         since += round_s
-        if fin.any():
-            end[idx[fin]] = t + used[fin]
-            done = set(idx[fin].tolist())
-            active = [j for j in active if j not in done]
-            changed = True
-            t += round_s
-            continue
+        if fin.any() or not exact:
+            over = np.where(moved, switch_s, 0.0) if switch_s > 0 else 0.0
+            used = np.where(fin, over + need, round_s)
+            remA[r] = np.where(fin, 0.0, rem_r - rate * span)
+            held = scA[r] * used
+            busy += float(held.sum())
+            by_type += np.bincount(k, weights=held, minlength=K)
+            recP[w] += used
+            svcA[r] += used
+            if fin.any():
+                end[A[r[fin]]] = t + used[fin]
+                done = set(A[r[fin]].tolist())
+                active = [j for j in active if j not in done]
+                changed = True
+                t += round_s
+                continue
+        else:
+            remA[r] = rem_r - rate * span
+            gpus = [0] * K
+            for i in win:
+                gpus[pairs.types[i]] += pairs.need[i]
+            busy += float(sum(gpus) * round_s)
+            by_type += np.array(gpus) * round_s
+            recP[w] += round_s
+            svcA[r] += round_s
         t += round_s
         # a fixed point: integral X and every job holding an allocation runs there -> nothing
         # changes before the next arrival or completion: advance those rounds in one step
-        if not integral or len(r) == 0 or len(r) != int(holds.sum()) or np.any(X[r, k] < 1 - 1e-9):
+        if not integral or len(win) == 0 or len(win) != held_jobs or np.any(pairs.x[w] < 1 - 1e-9):
             continue
-        n = int(np.min(np.floor(rem[idx] / (rate * round_s) - 1e-9)))
+        n = int(np.min(np.floor(remA[r] / (rate * round_s) - 1e-9)))
         if nxt < N:
             n = min(n, math.ceil(arr[order[nxt]] / round_s - 1e-9) - round(t / round_s))
         if n >= 1:
             d = n * round_s
-            rem[idx] -= rate * d
+            remA[r] -= rate * d
             busy += float(scA[r].sum()) * d
             by_type += np.bincount(k, weights=scA[r] * d, minlength=K)
-            recA[r, k] += d
-            service[idx] += d
+            recP[w] += d
+            svcA[r] += d
             since += d
             t += d
             rounds += n

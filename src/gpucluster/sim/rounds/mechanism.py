@@ -7,6 +7,12 @@ gets X x 1e9 (Gavel: "so that 2 x allocation is preferred to allocation"). Every
 type of its pairs whose remaining GPUs hold its whole gang, and at most once. Equal
 priorities go to the job with the least service since it arrived (then the earliest),
 so a reset of the counters does not always favour the same jobs.
+
+`Pairs` holds what stays fixed between two allocations (the pairs with X > 0, as numpy
+arrays and as Python lists): the array engine builds it once per allocation and runs
+each round with a handful of numpy calls on the pairs and a Python loop over the winners;
+`assign` (the event simulator's entry point) builds it for one round. Both give the same
+order and the same winners, bit for bit.
 """
 
 from __future__ import annotations
@@ -24,37 +30,70 @@ def priorities(X: np.ndarray, received_s: np.ndarray, since_reset_s: float) -> n
         return np.where(X > 0, np.where(frac > 0, X / frac, X * BIG), 0.0)
 
 
+class Pairs:
+    """The (job, type) pairs with X > 0 of one allocation, in row-major (job, then type) order."""
+
+    def __init__(self, X: np.ndarray, scale: np.ndarray) -> None:
+        m, K = X.shape
+        flat = X.ravel()
+        self.pos = np.flatnonzero(flat > 0)
+        self.job = self.pos // K
+        self.type = self.pos % K
+        self.x = flat[self.pos]
+        self.x_big = self.x * BIG
+        self.neg_x_big = -self.x_big
+        self.jobs: list[int] = self.job.tolist()
+        self.types: list[int] = self.type.tolist()
+        self.need: list[int] = scale[self.job].tolist()
+        self.m = m
+        self.smallest = int(scale.min()) if m else 0
+
+    def __len__(self) -> int:
+        return len(self.jobs)
+
+    def order(self, received_s: np.ndarray, since_reset_s: float, service: np.ndarray) -> list[int]:
+        """Pair indices in decreasing priority, ties by less `service` (per pair), then pair order.
+        `received_s` is per pair."""
+        if since_reset_s <= 0:
+            key = self.neg_x_big
+        else:
+            frac = received_s / since_reset_s
+            pri = self.x_big.copy()
+            np.divide(self.x, frac, out=pri, where=frac > 0)
+            key = -pri
+        # lexsort is stable: equal (priority, service) keep pair order, which is by job
+        return np.lexsort((service, key)).tolist()
+
+    def winners(self, order: list[int], capacity: list[int]) -> list[int]:
+        """The pairs that run, in `order`: each job's first pair whose type still holds its gang."""
+        left = list(capacity)
+        done = [False] * self.m
+        jobs, types, need, smallest = self.jobs, self.types, self.need, self.smallest
+        out = []
+        for i in order:
+            j = jobs[i]
+            k = types[i]
+            n = need[i]
+            if done[j] or n > left[k]:
+                continue
+            done[j] = True
+            left[k] -= n
+            out.append(i)
+            if left[k] < smallest and max(left) < smallest:
+                break
+        return out
+
+
 def assign(X: np.ndarray, received_s: np.ndarray, since_reset_s: float, scale: np.ndarray,
            capacity: np.ndarray, service: np.ndarray) -> np.ndarray:
     """Type index each job runs on this round (-1: none).
 
     `service` is each job's share of time run since it arrived (tie-breaker: less first).
     The priorities are those of `priorities`, computed on the pairs with X > 0 only."""
-    m, K = X.shape
-    flatX = X.ravel()
-    pos = np.flatnonzero(flatX > 0)
-    if len(pos) == 0:
-        return np.full(m, -1, dtype=np.int64)
-    x = flatX[pos]
-    if since_reset_s <= 0:
-        pri = x * BIG
-    else:
-        frac = received_s.ravel()[pos] / since_reset_s
-        pri = x * BIG
-        got_time = frac > 0
-        pri[got_time] = x[got_time] / frac[got_time]
-    jobs = pos // K
-    # ties on (priority, service) keep pos order, which is by job: lexsort is stable
-    order = pos[np.lexsort((service[jobs], -pri))]
-    left = capacity.tolist()
-    got = [-1] * m
-    smallest = int(scale.min())
-    need = scale[order // K].tolist()
-    for j, k, n in zip((order // K).tolist(), (order % K).tolist(), need, strict=True):
-        if got[j] >= 0 or n > left[k]:
-            continue
-        got[j] = k
-        left[k] -= n
-        if left[k] < smallest and max(left) < smallest:
-            break
-    return np.array(got, dtype=np.int64)
+    p = Pairs(X, scale)
+    got = np.full(p.m, -1, dtype=np.int64)
+    if len(p) == 0:
+        return got
+    win = p.winners(p.order(received_s.ravel()[p.pos], since_reset_s, service[p.job]), capacity.tolist())
+    got[p.job[win]] = p.type[win]
+    return got
