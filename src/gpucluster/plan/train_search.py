@@ -18,8 +18,8 @@ from functools import cache
 from typing import Any
 
 from gpucluster.model.training.fabric import TrainingFabric
-from gpucluster.model.training.layout import Layout, option_problems, shape_problems
-from gpucluster.model.training.memory import MemoryTerms
+from gpucluster.model.training.layout import Layout, options_problems, shape_problems
+from gpucluster.model.training.memory import Memory, MemoryTerms
 from gpucluster.model.training.step import Estimate, estimate
 from gpucluster.specs.workload import TransformerSpec
 
@@ -81,6 +81,7 @@ def search(spec: TransformerSpec, fabric: TrainingFabric, gpus: int, global_batc
         return result
     fits: list[Estimate] = []
     hbm = fabric.gpu.hbm_bytes
+    shared: dict[tuple, Any] = {}  # memory terms that several layouts share (MemoryTerms)
     tp_max = gpus if tp_across_domains else min(gpus, fabric.domain)
     for tp in _options("tp", fixed, [d for d in _divisors(gpus) if d <= tp_max]):
         for cp in _options("cp", fixed, [c for c in _divisors(gpus // tp) if c <= 16 and s % c == 0]):
@@ -116,7 +117,7 @@ def search(spec: TransformerSpec, fabric: TrainingFabric, gpus: int, global_batc
                                           precision=fixed.get("precision", precision),
                                           flash_attention=fixed.get("flash_attention", flash_attention),
                                           **stack)
-                            _try_memory_options(spec, base, fabric, fixed, s, hbm, gpus, result, fits)
+                            _try_memory_options(spec, base, fabric, fixed, s, hbm, gpus, result, fits, shared)
     # Equal step times: prefer the simpler layout (less context, pipeline and tensor parallelism).
     fits.sort(key=lambda e: (round(e.step_s, 9), e.layout.cp, e.layout.pp, e.layout.tp, e.layout.ep,
                              e.layout.interleave, e.layout.micro_batch))
@@ -158,34 +159,45 @@ def _with(base: Layout, changes: dict[str, Any]) -> Layout:
 
 
 def _try_memory_options(spec: TransformerSpec, base: Layout, fabric: TrainingFabric, fixed: dict[str, Any],
-                        s: int, hbm: float, gpus: int, result: SearchResult, fits: list[Estimate]) -> None:
+                        s: int, hbm: float, gpus: int, result: SearchResult, fits: list[Estimate],
+                        shared: dict[tuple, Any]) -> None:
     zeros = [1 if base.dp * base.cp > 1 else 0]
     if base.pp == 1 and base.dp * base.cp > 1:
         zeros.append(3)
     found = False
-    terms = MemoryTerms(spec, base, s)  # weights, activations: computed once for every option below
     shape_why = shape_problems(spec, base, gpus, s)  # the options change none of these
+    # Weights and activations, computed once for every option below (and shared with other
+    # layouts through `shared`); not made for a shape that is refused.
+    terms = None if shape_why else MemoryTerms(spec, base, s, shared)
     for offload in _options("offload_optimizer", fixed, [False, True]):
         if found:
             break  # offloading only when nothing else fits
         for zero in _options("zero", fixed, zeros):
             for rc in _options("recompute", fixed, ["none", "selective", "full"]):
-                changes: dict[str, Any] = {"zero": zero, "recompute": rc, "offload_optimizer": offload}
-                if fixed.get("overlap_dp_comm") == "framework":
-                    changes["overlap_dp_comm"] = zero >= 3  # the frameworks' defaults by ZeRO stage
-                lay = _with(base, changes)
                 result.considered += 1
-                why = shape_why + option_problems(lay)  # = problems(spec, lay, gpus, s)
-                if why:
+                # = problems(spec, layout, gpus, s)[0], without making the layout
+                why = shape_why or options_problems(zero, base.pp, rc)
+                if why or terms is None:
                     result.rejected[why[0]] += 1
                     break
-                mem = terms.memory(lay, hbm)
-                if not mem.fits:
+                parts = terms.parts(zero, rc, offload)
+                w, g, o, a, b = parts
+                total = w + g + o + a + b  # = Memory.total, summed in the same order
+                if not total <= hbm:      # = not Memory.fits
                     result.rejected["does not fit in HBM"] += 1
-                    if result.smallest_misfit is None or mem.total < result.smallest_misfit.memory.total:
-                        result.smallest_misfit = estimate(spec, lay, fabric, seq_len=s, mem=mem)
+                    if result.smallest_misfit is None or total < result.smallest_misfit.memory.total:
+                        result.smallest_misfit = estimate(spec, _option(base, fixed, zero, rc, offload), fabric,
+                                                          seq_len=s, mem=Memory(*parts, hbm))
                     continue
                 result.estimated += 1
-                fits.append(estimate(spec, lay, fabric, seq_len=s, mem=mem))
+                fits.append(estimate(spec, _option(base, fixed, zero, rc, offload), fabric, seq_len=s,
+                                     mem=Memory(*parts, hbm)))
                 found = True
                 break  # more recompute only slows this (tp, pp, ..., zero) down
+
+
+def _option(base: Layout, fixed: dict[str, Any], zero: int, rc: str, offload: bool) -> Layout:
+    changes: dict[str, Any] = {"zero": zero, "recompute": rc, "offload_optimizer": offload}
+    if fixed.get("overlap_dp_comm") == "framework":
+        changes["overlap_dp_comm"] = zero >= 3  # the frameworks' defaults by ZeRO stage
+    return _with(base, changes)

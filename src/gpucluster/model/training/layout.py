@@ -150,13 +150,19 @@ def shape_problems(spec: TransformerSpec, lay: Layout, gpus: int | None = None,
 
 def option_problems(lay: Layout) -> list[str]:
     """The memory options' own problems (ZeRO stage, recompute)."""
+    return options_problems(lay.zero, lay.pp, lay.recompute)
+
+
+def options_problems(zero: int, pp: int, recompute: str) -> list[str]:
+    """`option_problems` of a layout with this ZeRO stage, pipeline depth and recompute (the
+    layout search checks its options before it makes a layout of them)."""
     out: list[str] = []
-    if lay.zero not in (0, 1, 2, 3):
-        out.append(f"zero must be 0, 1, 2 or 3, got {lay.zero}")
-    if lay.zero == 2 and lay.pp > 1:
+    if zero not in (0, 1, 2, 3):
+        out.append(f"zero must be 0, 1, 2 or 3, got {zero}")
+    if zero == 2 and pp > 1:
         # ZeRO-3 with pipeline parallelism runs (FSDP2 + PP, as torchtitan does); ZeRO-2 does not.
         out.append("ZeRO-2 shards gradients every micro batch, which pipeline parallelism does not support "
                    "(DeepSpeed and Megatron allow ZeRO-1 with pp > 1; FSDP2 allows full sharding, zero=3)")
-    if lay.recompute not in RECOMPUTE:
-        out.append(f"recompute must be one of {', '.join(RECOMPUTE)}, got {lay.recompute!r}")
+    if recompute not in RECOMPUTE:
+        out.append(f"recompute must be one of {', '.join(RECOMPUTE)}, got {recompute!r}")
     return out

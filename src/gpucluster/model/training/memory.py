@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from gpucluster.model.training.layout import Layout, Recompute
 from gpucluster.model.transformer_memory import (activation_bytes_outside_layers, activation_bytes_per_layer,
@@ -62,37 +63,55 @@ def memory(spec: TransformerSpec, lay: Layout, hbm_bytes: float, seq_len: int) -
 class MemoryTerms:
     """The memory of one layout, in parts: what does not depend on its ZeRO stage, recompute or
     optimizer offload is computed once, the rest once per value asked for. The layout search tries
-    several of these options on each layout (plan/train_search.py); `memory()` is this with one."""
+    several of these options on each layout (plan/train_search.py); `memory()` is this with one.
 
-    def __init__(self, spec: TransformerSpec, lay: Layout, seq_len: int) -> None:
+    `shared`: a dict the search keeps for one model and sequence length, across its layouts: the
+    activation terms depend on the micro batch, tp, sp, cp and attention kernel only, the weight
+    terms not on the micro batch or interleave, so most layouts find them there."""
+
+    def __init__(self, spec: TransformerSpec, lay: Layout, seq_len: int,
+                 shared: dict[tuple, Any] | None = None) -> None:
         self.spec, self.base, self.seq_len = spec, lay, seq_len
-        self.outside = activation_bytes_outside_layers(spec, lay.micro_batch, lay.tp, lay.sequence_parallel, lay.cp,
-                                                       seq_len=seq_len)
+        self._shared: dict[tuple, Any] = {} if shared is None else shared
+        key = ("outside", lay.micro_batch, lay.tp, lay.sequence_parallel, lay.cp)
+        outside = self._shared.get(key)
+        if outside is None:
+            outside = self._shared[key] = activation_bytes_outside_layers(spec, lay.micro_batch, lay.tp,
+                                                                          lay.sequence_parallel, lay.cp,
+                                                                          seq_len=seq_len)
+        self.outside = outside
         self.counts = stage_layer_counts(spec.layers, lay.pp, lay.pp_embedding_layer, lay.pp_loss_layer)
         mbs = lay.microbatches
         self.first = pipeline_inflight_microbatches(lay.pp, lay.interleave, 0, mbs)
         self.last_inflight = pipeline_inflight_microbatches(lay.pp, lay.interleave, lay.pp - 1, mbs)
-        self._per_layer: dict[str, float] = {}
-        self._wgo: dict[int, dict[str, float]] = {}
+        self._act_key = ("activation", lay.micro_batch, lay.tp, lay.sequence_parallel, lay.cp, lay.flash_attention)
+        self._wgo_key = ("wgo", lay.tp, lay.pp, lay.dp, lay.ep, lay.precision, lay.cp, lay.expert_tp)
 
     def memory(self, lay: Layout, hbm_bytes: float) -> Memory:
         """Memory of `lay`: the layout these terms were made for, but for its zero, recompute
         and offload_optimizer."""
-        spec, base = self.spec, self.base
-        if lay.zero not in self._wgo:
-            self._wgo[lay.zero] = weight_grad_optimizer_bytes(spec, base.tp, base.pp, base.dp, base.ep, lay.zero,
-                                                              base.precision, cp=base.cp, etp=base.expert_tp)
-        wgo = self._wgo[lay.zero]
-        if lay.recompute not in self._per_layer:
-            self._per_layer[lay.recompute] = activation_per_layer(spec, base, self.seq_len, lay.recompute)
-        per_layer, outside, counts, first = self._per_layer[lay.recompute], self.outside, self.counts, self.first
+        return Memory(*self.parts(lay.zero, lay.recompute, lay.offload_optimizer), hbm_bytes)
+
+    def parts(self, zero: int, recompute: Recompute, offload_optimizer: bool) -> tuple[float, float, float, float,
+                                                                                        float]:
+        """Memory's fields but the capacity (weights, grads, optimizer, activations, buffers) for
+        these options: the search sums them to see whether a layout fits before it makes one."""
+        spec, base, shared = self.spec, self.base, self._shared
+        wgo = shared.get((*self._wgo_key, zero))
+        if wgo is None:
+            wgo = shared[(*self._wgo_key, zero)] = weight_grad_optimizer_bytes(
+                spec, base.tp, base.pp, base.dp, base.ep, zero, base.precision, cp=base.cp, etp=base.expert_tp)
+        per_layer = shared.get((*self._act_key, recompute))
+        if per_layer is None:
+            per_layer = shared[(*self._act_key, recompute)] = activation_per_layer(spec, base, self.seq_len, recompute)
+        outside, counts, first = self.outside, self.counts, self.first
         act_first = first * (counts[0] * per_layer + outside["first"])
         act_last = self.last_inflight * counts[-1] * per_layer + outside["last"]
         if base.pp == 1:
             act_first = act_last = first * counts[0] * per_layer + outside["first"] + outside["last"]
         buffers = float(RESERVED_BYTES)
-        if lay.zero >= 3:
+        if zero >= 3:
             # FSDP keeps the gathered weights of the running layer and the prefetched next one.
             buffers += 2 * params(spec).total / spec.layers / base.tp * 2
-        optimizer = 0.0 if lay.offload_optimizer else wgo["optimizer"]
-        return Memory(wgo["weights"], wgo["grads"], optimizer, max(act_first, act_last), buffers, hbm_bytes)
+        optimizer = 0.0 if offload_optimizer else wgo["optimizer"]
+        return wgo["weights"], wgo["grads"], optimizer, max(act_first, act_last), buffers
