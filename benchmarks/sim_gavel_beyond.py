@@ -81,13 +81,10 @@ def young_per_job(sim) -> float:
     from gpucluster.model.reliability import young_interval
     st = sim.state
     per_gpu_h = sim.failures.expected_rate_per_hour() / int(st.node_gpus[~st.node_cloud].sum())
-    one = 0.0
     for j in sim.jobs:
         mtbf_s = H / (per_gpu_h * j.gpus)
         j.ckpt_interval = young_interval(j.ckpt_write, mtbf_s)   # work seconds on the job's fastest type
-        if j.gpus == 1:
-            one = j.ckpt_interval / H
-    return one
+    return young_interval(sim.jobs[0].ckpt_write, H / per_gpu_h) / H
 
 
 def run_failures(args) -> list[dict[str, Any]]:
@@ -191,7 +188,7 @@ def run_gangs(args) -> list[dict[str, Any]]:
             ("max_min_fairness_perf", {"round_s": 360, "placement": "topology"}),
             ("backfill", {}), ("topo", {})]
     rows = []
-    for mode in args.modes.split(","):
+    for mode in [m for m in args.modes.split(",") if m]:
         for policy, opts in runs:
             loaded = variant(base, jobs=args.jobs, policy=policy, options=opts, failures=None, ckpt_min=None)
             c0 = cpu_s()
@@ -224,6 +221,40 @@ def run_gangs(args) -> list[dict[str, Any]]:
     return rows
 
 
+def planner_spread(models: list[str]) -> list[dict[str, Any]]:
+    """The training planner's step time for a gang whose GPUs share NVLink with only d - 1 others (a
+    gang scattered over partly free nodes), on the scenario's H100 nodes (same NICs per GPU, the
+    fat tree's oversubscription): the physics the simulator's flat spread_slowdown stands in for."""
+    from gpucluster.model.topology import scale_out_view
+    from gpucluster.model.training.fabric import TrainingFabric
+    from gpucluster.plan.train_search import search
+    from gpucluster.sim.workload import BATCH_TOKENS
+    from gpucluster.specs.workload import load_model_spec
+
+    cluster = load_scenario(GANGS_YAML).cluster
+    assert cluster is not None
+    pool = cluster.pool("h100")
+    view = scale_out_view(cluster, "h100")
+    rows = []
+    for name in models:
+        spec = load_model_spec(name)
+        gbs = max(1, round(BATCH_TOKENS / spec.seq_len))
+        for g in (8, 16, 32, 64):
+            row: dict[str, Any] = {"experiment": "planner_spread", "model": name, "gpus": g}
+            for d in (8, 4, 2, 1):
+                fab = TrainingFabric(pool.gpu, pool.gpus_per_node, d, view.scale_out_link,
+                                     view.nic_gbps_per_gpu_per_direction, view.oversubscription,
+                                     view.nodes_per_leaf, f"{pool.nics_per_node} x {pool.nic}")
+                best = search(spec, fab, g, gbs, seq_len=spec.seq_len, top=1, precision="bf16").best
+                row[f"step_s_domain_{d}"] = None if best is None else best.step_s
+            packed = row["step_s_domain_8"]
+            for d in (4, 2, 1):
+                v = row[f"step_s_domain_{d}"]
+                row[f"slowdown_domain_{d}"] = None if (v is None or packed is None) else v / packed
+            rows.append(row)
+    return rows
+
+
 # -- output -------------------------------------------------------------------------------------------
 
 def _progress(row: dict[str, Any], args) -> None:
@@ -241,6 +272,8 @@ def _fmt(v: Any) -> str:
 
 def table(rows: list[dict[str, Any]], cols: list[str]) -> None:
     """A markdown table (pastes into docs as is)."""
+    if not rows:
+        return
     print("| " + " | ".join(cols) + " |")
     print("|" + "---|" * len(cols))
     for r in rows:
@@ -257,6 +290,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--intervals", default="none,30,120,young", help="checkpoint minutes, none, young")
     ap.add_argument("--full-matrix", action="store_true", help="every interval at every rate")
     ap.add_argument("--modes", default="reserved,shared", help="gangs: H100 reserved for gangs, or shared")
+    ap.add_argument("--models", default="llama3-8b,llama3-70b", help="gangs: models for the planner's spread table")
     ap.add_argument("--json", action="store_true", help="one JSON object per run instead of tables")
     args = ap.parse_args(argv)
     if args.jobs is not None and args.jobs < 1:
@@ -274,6 +308,12 @@ def main(argv: list[str] | None = None) -> int:
             table(rows, ["mode", "policy", "placement", "gang_starts", "in_fewest_nvlink_domains",
                          "in_fewest_leaves", "spread_cost_gpu_h", "spread_cost_share", "gang_mean_jct_h",
                          "trace_mean_jct_h", "makespan_h", "gang_moves", "cpu_s"])
+        rows = planner_spread(args.models.split(","))
+        for r in rows:
+            _progress(r, args)
+        if not args.json:
+            table(rows, ["model", "gpus", "step_s_domain_8", "slowdown_domain_4", "slowdown_domain_2",
+                         "slowdown_domain_1"])
     return 0
 
 

@@ -209,3 +209,24 @@ def test_round_policy_placement_must_be_known():
     from gpucluster.errors import UserError
     with pytest.raises(UserError, match="placement must be one of pack, topology"):
         _gangs("max_min_fairness_perf", "scatter")
+
+
+def test_benchmark_prints_one_json_object_per_run():
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[2]
+    if not (root.parent / "shared" / "traces" / "philly" / "2869ce.trace").is_file():
+        pytest.skip("the Philly trace 2869ce is in ../shared/traces (outside the repo)")
+    r = subprocess.run([sys.executable, str(root / "benchmarks" / "sim_gavel_beyond.py"), "failures", "--jobs", "6",
+                        "--policies", "fifo_perf", "--rates", "llama3", "--intervals", "none,young", "--json"],
+                       capture_output=True, text=True, cwd=root, timeout=300)
+    assert r.returncode == 0, r.stderr
+    rows = [json.loads(line) for line in r.stdout.splitlines()]
+    assert [(x["failures"], x["checkpoint"]) for x in rows] == [("none", "none"), ("llama3", "none"),
+                                                                ("llama3", "young")]
+    for x in rows:
+        assert x["jobs"] == x["completed"] == 6 and x["mean_jct_h"] > 0 and 0 < x["goodput"] <= 1
+    assert rows[0]["failures_n"] == 0 and rows[0]["lost_failures_gpu_h"] == 0
+    assert rows[2]["young_1gpu_h"] > 1    # Young's interval for one GPU at Llama 3's rate: hours, not minutes
