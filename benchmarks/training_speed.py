@@ -24,6 +24,8 @@ from gpucluster.model.training.step import estimate
 from gpucluster.plan.train_search import search
 from gpucluster.specs.workload import load_model_spec
 
+from _previous import unpack
+
 ROOT = Path(__file__).resolve().parents[1]
 PREVIOUS = "73e3e77"  # the commit before the search reused its memory terms (issue 14, item 6)
 # The search, timed in CPU seconds (least of 3 runs after a warm-up), in whichever tree is on the path.
@@ -48,14 +50,6 @@ def search_cpu_s(src: Path) -> float:
     out = subprocess.run([sys.executable, "-c", SEARCH], capture_output=True, text=True, check=True,
                          env={**os.environ, "PYTHONPATH": str(src)})
     return float(out.stdout.split()[-1])
-
-
-def previous_src(commit: str, into: Path) -> Path | None:
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", commit, "src"], capture_output=True)
-    if archive.returncode != 0:
-        return None
-    subprocess.run(["tar", "-x", "-C", str(into)], input=archive.stdout, check=True)
-    return into / "src"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -87,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  best: {res.best.layout.short()}  step {res.best.step_s:.2f} s, MFU {100 * res.best.mfu:.1f}%")
     if args.previous != "none":
         with tempfile.TemporaryDirectory() as tmp:
-            prev = previous_src(args.previous, Path(tmp))
+            prev = unpack(args.previous, Path(tmp))
             if prev is not None:
                 now_s, prev_s = search_cpu_s(ROOT / "src"), search_cpu_s(prev)
                 print(f"  search alone, warm: {now_s:.3f} s CPU here, {prev_s:.3f} s at {args.previous}: "
