@@ -203,3 +203,24 @@ def test_scalar_fast_path_equals_the_array_model():
         size = 10 ** rnd.uniform(0, 10)
         group = fab.group(2, stride) if op == "send_recv" else fab.group(n, stride)
         assert predict_time_s(op, size, group) == pytest.approx(float(predict(op, size, group).time_s), rel=1e-9)
+
+
+def test_array_times_equal_predict():
+    """predict_times_s (the serving tables' path) is predict's time_s, size by size."""
+    import numpy as np
+
+    from gpucluster.model.collectives import OPS, predict, predict_time_s, predict_times_s
+    from gpucluster.model.training.fabric import TrainingFabric
+
+    sizes = np.logspace(0, 10, 41)
+    for fab in (TrainingFabric("H100-SXM5-80GB", 8, 8, "InfiniBand", 50.0), TrainingFabric("MI300X", 8, 8, "RoCE", 12.5)):
+        for op in OPS:
+            for n, stride in ((2, 1), (8, 1), (16, 1), (4, 8)):
+                group = fab.group(2, stride) if op == "send_recv" else fab.group(n, stride)
+                got = predict_times_s(op, sizes, group)
+                assert np.array_equal(got, predict(op, sizes, group).time_s)
+                assert got == pytest.approx([predict_time_s(op, s, group) for s in sizes.tolist()], rel=1e-12)
+    with pytest.raises(ValueError, match="unknown collective"):
+        predict_times_s("all_reduce_x", sizes, group)
+    with pytest.raises(ValueError, match=">= 0"):
+        predict_times_s("all_reduce", -sizes, group)

@@ -288,6 +288,32 @@ def predict(op: str, size, group: CommGroup, algorithm: str = "auto") -> Predict
                       _out(size, algo), _out(size, np.asarray(neck)))
 
 
+def predict_times_s(op: str, sizes, group: CommGroup):
+    """`predict(op, sizes, group).time_s` for an array of sizes: the least time over the
+    applicable algorithms, without the bandwidths and names `predict` adds (the serving
+    planner's step-time tables ask for hundreds of sizes per replica shape)."""
+    import numpy as np
+
+    if op not in OPS:
+        raise ValueError(f"unknown collective {op!r} (valid: {', '.join(OPS)})")
+    s = np.asarray(sizes, dtype=float)
+    if np.any(s < 0):
+        raise ValueError("message size must be >= 0 bytes")
+    if group.gpus == 1 and op != "send_recv":
+        return np.zeros_like(s)
+    best = None
+    for name in candidates(op, group):
+        if name == "ring":
+            t = _ring(op, s, group)[0]
+        elif name == "nvls":
+            t = _nvls(s, group)
+        else:
+            t = _hierarchical(op, s, group)[0]
+        t = np.broadcast_to(np.asarray(t, dtype=float), s.shape)
+        best = t if best is None else np.minimum(best, t)
+    return np.array(best, dtype=float)
+
+
 def _out(template, value):
     """Scalars in, scalars out."""
     import numpy as np

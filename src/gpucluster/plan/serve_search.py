@@ -121,7 +121,7 @@ def _evaluate(step, hardware: str, tp: int, pp: int, per_replica: int, memory_ba
               rate: float, traffic: Traffic, slo_ttft: float | None, slo_tpot: float | None,
               price: float | None, own: float | None, price_source: str | None) -> Option | Rejected:
     max_batch = min(memory_batch, cap)
-    r, point, limit = max_rate(step, traffic, max_batch, slo_ttft, slo_tpot)
+    r, point, limit = max_rate(step, traffic, max_batch, slo_ttft, slo_tpot, best_latency=False)
     if r <= 0 or point is None:
         # No operating point at all: nothing was measured (a missing point used to raise here).
         if point is None:

@@ -21,6 +21,7 @@ model gives its throughput and latency.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 from gpucluster.catalog.models import Cpu
 from gpucluster.model.serving.kv_cache import kv_bytes_per_token
@@ -58,6 +59,16 @@ class CpuStepModel:
         if k < 1:
             return k * self.prefill(1, tokens)
         return self._forward(k * tokens, k, tokens)   # bidirectional or causal: s keys per query
+
+    def prefills(self, tokens: list[float]) -> list[float]:
+        """One prompt's prefill at each of these lengths."""
+        return [self.prefill(1, t) for t in tokens]
+
+    def prefiller(self, tokens: float) -> Callable[[float], float]:
+        return lambda k: self.prefill(k, tokens)
+
+    def decoder(self, ctx: float) -> Callable[[float], float]:
+        return lambda n: self.decode(n, ctx)
 
     def decode(self, n: float, ctx: float) -> float:
         if n <= 0:

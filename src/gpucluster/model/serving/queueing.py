@@ -38,12 +38,13 @@ The discrete-event run in batcher_sim.py checks these formulas.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
 import numpy as np
 
-from gpucluster.model.serving.step_time import Replica, decode_step_time, prefill_time
+from gpucluster.model.serving.step_table import StepModel as StepModel  # the GPU replica's StepTimes
 
 Z99 = 2.326
 # Prompt tokens one iteration prefills at most: vLLM's max_num_batched_tokens and
@@ -95,47 +96,11 @@ class StepTimes(Protocol):
 
     def decode(self, n: float, ctx: float) -> float: ...
 
+    def prefills(self, tokens: list[float]) -> list[float]: ...
 
-class StepModel:
-    """A replica's step times as cheap cached functions (batch rounded to whole sequences,
-    context to 64 tokens, prompt length to 16 tokens)."""
+    def decoder(self, ctx: float) -> Callable[[float], float]: ...
 
-    def __init__(self, rep: Replica) -> None:
-        self.rep = rep
-        self._d: dict[tuple[int, int], float] = {}
-        self._p: dict[tuple[int, int], float] = {}
-
-    def decode(self, n: float, ctx: float) -> float:
-        if n <= 0:
-            return 0.0
-        lo, hi = max(1, math.floor(n)), max(1, math.ceil(n))
-        c = max(64, round(ctx / 64) * 64)
-        t_lo, t_hi = self._decode(lo, c), self._decode(hi, c)
-        return t_lo + (t_hi - t_lo) * (n - lo) if hi > lo else t_lo
-
-    def _decode(self, n: int, c: int) -> float:
-        key = (n, c)
-        if key not in self._d:
-            self._d[key] = decode_step_time(self.rep, n, c).total
-        return self._d[key]
-
-    def prefill(self, k: float, tokens: float) -> float:
-        """Prefill of k prompts of `tokens` tokens each; k < 1 is the chance of one."""
-        if k <= 0:
-            return 0.0
-        s = max(16, round(tokens / 16) * 16)
-        lo, hi = math.floor(k), math.ceil(k)
-        t_hi = self._prefill(hi, s)
-        if lo == 0:
-            return k * t_hi
-        t_lo = self._prefill(lo, s)
-        return t_lo + (t_hi - t_lo) * (k - lo)
-
-    def _prefill(self, k: int, s: int) -> float:
-        key = (k, s)
-        if key not in self._p:
-            self._p[key] = prefill_time(self.rep, k, s).total
-        return self._p[key]
+    def prefiller(self, tokens: float) -> Callable[[float], float]: ...
 
 
 @dataclass
@@ -208,8 +173,9 @@ def _kmax(S: float) -> float:
     return max(1.0, float(PREFILL_TOKEN_BUDGET // max(1, int(S))))
 
 
-def analyze(step: StepTimes, traffic: Traffic, max_batch: int) -> ServingPoint:
-    """The steady state of one replica at `traffic.rate` (see the module docstring)."""
+def analyze(step: StepTimes, traffic: Traffic, max_batch: int, *, latency: bool = True) -> ServingPoint:
+    """The steady state of one replica at `traffic.rate` (see the module docstring); without
+    `latency`, TTFT is not computed (NaN): a search that checks only stability or TPOT skips it."""
     lam, S = traffic.rate, traffic.input.mean
     O = max(1.0, traffic.output.mean)
     D = O - 1
@@ -221,9 +187,14 @@ def analyze(step: StepTimes, traffic: Traffic, max_batch: int) -> ServingPoint:
         k = lam * T
         return min(max(k, 1.0) if D == 0 else k, kmax)
 
+    dec, pre = step.decoder(ctx), step.prefiller(S)
+    top_n = float(max_batch)
+    lam_d = lam * D
+
     def f(T: float) -> float:
-        n = min(lam * D * T, float(max_batch)) if D else 0.0
-        return step.decode(n, ctx) + step.prefill(prompts(T), S)
+        n = min(lam_d * T, top_n) if D else 0.0
+        k = lam * T
+        return dec(n) + pre(min(max(k, 1.0) if D == 0 else k, kmax))
 
     # Solve T = f(T) by bisection: f(T) - T > 0 at the smallest iteration; look for a T where
     # it turns negative before the budget caps the prompts per iteration (else: over capacity).
@@ -239,55 +210,91 @@ def analyze(step: StepTimes, traffic: Traffic, max_batch: int) -> ServingPoint:
         lo = hi / 1.5 if hi / 1.5 >= lo else lo
         for _ in range(60):
             mid = 0.5 * (lo + hi)
-            lo, hi = (mid, hi) if f(mid) > mid else (lo, mid)
+            # Once the bracket stops changing it never changes again (f is deterministic).
+            if f(mid) > mid:
+                if mid == lo:
+                    break
+                lo = mid
+            else:
+                if mid == hi:
+                    break
+                hi = mid
     T = hi
     n = min(lam * D * T, float(max_batch)) if D else 0.0
     k = prompts(T)
-    share = step.prefill(k, S) / T if T > 0 else 0.0
+    share = pre(k) / T if T > 0 else 0.0
     if not stable or share > 1:
         inf = math.inf
         return ServingPoint(lam, False, T, n, max_batch, min(share, 1.0), inf, inf,
                             inf if D else None, inf if D else None, 0.0)
-    # The engine idles when no request is in the system (M/G/inf: Poisson occupancy).
-    busy = 1.0 - math.exp(-lam * (D + 1) * T)
-    td = step.decode(n, ctx)
-    # A prompt's iteration includes a decode step only when sequences are running (Poisson n).
-    td_first = td * (1.0 - math.exp(-n)) if D else 0.0
+    td = dec(n)
     # Slots: max_batch servers, each request holds one for (D + 1) iterations.
     hold = (D + 1) * T
     a = lam * hold
-    w50 = w99 = pc = 0.0
-    decay = 1.0
     if a >= max_batch:
         stable = False
-    elif max_batch < 4096:
-        pc = _erlang_c(max_batch, a)
-        decay = (max_batch - a) / hold
-        w99 = math.log(pc / 0.01) / decay if pc > 0.01 else 0.0
-        w50 = math.log(pc / 0.5) / decay if pc > 0.5 else 0.0
+    rho = 0.0
     if D == 0 and lam > 0:
-        # Prefill-only traffic queues for compute: Kingman's G/G/1 wait with the service time of
-        # one prompt at full batches (1 / capacity), Poisson arrivals, exponential tail.
+        # Prefill-only traffic queues for compute (see _ttft): beyond its capacity, no steady state.
         rho = lam / saturated(step, traffic, max_batch).rate
         if rho >= 1:
             stable = False
-        else:
-            wq = rho / (1 - rho) * (1 + traffic.input.cv2) / 2 * (1 / saturated(step, traffic, max_batch).rate)
-            pc, decay = rho, rho / wq if wq > 0 else 1.0
-            w99 = max(w99, math.log(rho / 0.01) / decay if rho > 0.01 and wq > 0 else 0.0)
-            w50 = max(w50, math.log(rho / 0.5) / decay if rho > 0.5 and wq > 0 else 0.0)
+    ttft50 = ttft99 = math.nan
+    if latency and stable:
+        ttft50, ttft99 = _ttft(step, traffic, max_batch, dec, pre, T, n, k, td, a, rho)
+    tpot50 = tpot99 = None
+    if D > 0:
+        tpot50 = T
+        n99 = min(float(max_batch), max(1.0, _poisson_q(n, 0.99)))
+        # Short requests see the prefills of few iterations: their average fluctuates most;
+        # the 5th-percentile output length stands for them.
+        d_short = max(1.0, traffic.output.quantile(0.05) - 1)
+        per_prompt = pre(max(k, 1.0)) / max(k, 1.0)
+        burst = Z99 * per_prompt * math.sqrt(k / d_short) if k > 0 else 0.0
+        tpot99 = T + (dec(n99) - td) + burst
+    if not stable:
+        ttft50 = ttft99 = math.inf
+    return ServingPoint(lam, stable, T, n, max_batch, share, ttft50, ttft99, tpot50, tpot99, lam * O if stable else 0.0)
+
+
+_U16 = np.linspace(0.0, 1.0, 17)[1:] - 1 / 32                      # 16 midpoints of (0, 1)
+_U64 = (np.arange(64) + 0.5) / 64
+
+
+def _ttft(step: StepTimes, traffic: Traffic, max_batch: int, dec: Callable[[float], float],
+          pre: Callable[[float], float], T: float, n: float, k: float, td: float, a: float,
+          rho: float) -> tuple[float, float]:
+    """TTFT p50 and p99 of a stable point (iteration T, n running, k prompts per iteration, decode
+    step td, a = slot load in Erlang, rho = compute load of prefill-only traffic)."""
+    lam, S = traffic.rate, traffic.input.mean
+    D = max(1.0, traffic.output.mean) - 1
+    kmax = _kmax(S)
+    hold = (D + 1) * T
+    # The engine idles when no request is in the system (M/G/inf: Poisson occupancy).
+    busy = 1.0 - math.exp(-lam * (D + 1) * T)
+    # A prompt's iteration includes a decode step only when sequences are running (Poisson n).
+    td_first = td * (1.0 - math.exp(-n)) if D else 0.0
+    pc = 0.0
+    decay = 1.0
+    if max_batch < 4096:
+        pc = _erlang_c(max_batch, a)
+        decay = (max_batch - a) / hold
+    if D == 0 and lam > 0:
+        # Prefill-only traffic queues for compute: Kingman's G/G/1 wait with the service time of
+        # one prompt at full batches (1 / capacity), Poisson arrivals, exponential tail.
+        wq = rho / (1 - rho) * (1 + traffic.input.cv2) / 2 * (1 / saturated(step, traffic, max_batch).rate)
+        pc, decay = rho, rho / wq if wq > 0 else 1.0
     # TTFT = residual of the running iteration + decode step in the prompt's iteration + its own
     # prefill + the prefill of the others admitted with it + the wait for a slot (or compute):
     # independent parts, their distribution convolved, p50 and p99 read off the sum.
     others = min(lam * T, kmax)
-    p1 = step.prefill(1, S)
-    per_prompt = step.prefill(max(k, 1.0), S) / max(k, 1.0)
+    p1 = pre(1)
 
     def extra(j: float) -> float:
-        return step.prefill(1 + j, S) - p1
+        return pre(1 + j) - p1
 
     with_prefill = td_first + p1 + extra(_poisson_q(others, 0.5))
-    u = np.linspace(0.0, 1.0, 17)[1:] - 1 / 32                      # 16 midpoints of (0, 1)
+    u = _U16
     in_prefill = 1.0 if D == 0 else min(1.0, lam * with_prefill)    # busy time in prefill iterations
     # Busy engine (probability `busy`): the residual of the running iteration, and the prompts
     # that arrive during it join this one's prefill. Idle engine: neither.
@@ -304,22 +311,10 @@ def analyze(step: StepTimes, traffic: Traffic, max_batch: int) -> ServingPoint:
     if traffic.input.dist == "fixed":
         own = (np.array([p1]), np.ones(1))
     else:
-        u64 = (np.arange(64) + 0.5) / 64
-        own = (np.array([step.prefill(1, traffic.input.quantile(q)) for q in u64]), np.full(64, 1 / 64))
+        own = (np.array(step.prefills([traffic.input.quantile(q) for q in _U64])), np.full(64, 1 / 64))
     wait = (np.concatenate([[0.0], -np.log(1 - u) / decay]), np.concatenate([[1 - pc], np.full(16, pc / 16)]))
-    ttft50, ttft99 = _sum_quantiles([busy_part, decode, own, wait], (0.5, 0.99))
-    tpot50 = tpot99 = None
-    if D > 0:
-        tpot50 = T
-        n99 = min(float(max_batch), max(1.0, _poisson_q(n, 0.99)))
-        # Short requests see the prefills of few iterations: their average fluctuates most;
-        # the 5th-percentile output length stands for them.
-        d_short = max(1.0, traffic.output.quantile(0.05) - 1)
-        burst = Z99 * per_prompt * math.sqrt(k / d_short) if k > 0 else 0.0
-        tpot99 = T + (step.decode(n99, ctx) - td) + burst
-    if not stable:
-        ttft50 = ttft99 = math.inf
-    return ServingPoint(lam, stable, T, n, max_batch, share, ttft50, ttft99, tpot50, tpot99, lam * O if stable else 0.0)
+    t50, t99 = _sum_quantiles([busy_part, decode, own, wait], (0.5, 0.99))
+    return t50, t99
 
 
 def saturated(step: StepTimes, traffic: Traffic, batch: int) -> ServingPoint:
@@ -345,9 +340,11 @@ def saturated(step: StepTimes, traffic: Traffic, batch: int) -> ServingPoint:
 
 
 def max_rate(step: StepTimes, traffic: Traffic, max_batch: int, slo_ttft: float | None,
-             slo_tpot: float | None) -> tuple[float, ServingPoint | None, str]:
+             slo_tpot: float | None, *, best_latency: bool = True) -> tuple[float, ServingPoint | None, str]:
     """The highest request rate one replica sustains within the SLOs, the point there, and
-    what stops it going higher ("capacity", "TTFT SLO", "TPOT SLO")."""
+    what stops it going higher ("capacity", "TTFT SLO", "TPOT SLO"). The point's TTFT is NaN
+    when `best_latency` is off and no TTFT SLO needed it (a caller that analyzes its own
+    operating point saves the convolution)."""
 
     def ok(p: ServingPoint) -> str | None:
         if not p.stable:
@@ -358,9 +355,11 @@ def max_rate(step: StepTimes, traffic: Traffic, max_batch: int, slo_ttft: float 
             return "TPOT SLO"
         return None
 
-    def at(rate: float) -> ServingPoint:
-        return analyze(step, Traffic(rate, traffic.input, traffic.output), max_batch)
+    def at(rate: float, latency: bool = True) -> ServingPoint:
+        return analyze(step, Traffic(rate, traffic.input, traffic.output), max_batch, latency=latency)
 
+    # Only a TTFT SLO needs each probe's TTFT (a convolution): the others are judged without it.
+    probe_latency = slo_ttft is not None
     sat = saturated(step, traffic, max_batch)
     hi = sat.rate * 1.05
     low_point = at(hi * 1e-4)
@@ -370,7 +369,7 @@ def max_rate(step: StepTimes, traffic: Traffic, max_batch: int, slo_ttft: float 
     lo, best, reason = hi * 1e-4, low_point, "capacity"
     for _ in range(40):
         mid = math.sqrt(lo * hi)
-        p = at(mid)
+        p = at(mid, probe_latency)
         why = ok(p)
         if why is None:
             lo, best = mid, p
@@ -378,4 +377,6 @@ def max_rate(step: StepTimes, traffic: Traffic, max_batch: int, slo_ttft: float 
             hi, reason = mid, why
         if hi / lo < 1.005:
             break
+    if best_latency and best is not low_point and not probe_latency:
+        best = at(lo)
     return lo, best, reason
