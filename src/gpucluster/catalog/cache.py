@@ -20,7 +20,6 @@ import hashlib
 import os
 import pickle
 import sys
-import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TypeVar
@@ -39,7 +38,19 @@ def enabled(files: Iterable[Path]) -> bool:
     """Only the packaged catalog, and only when not turned off."""
     if os.environ.get("GPUCLUSTER_NO_CACHE", "") not in ("", "0"):
         return False
-    return all(Path(f).resolve().is_relative_to(DATA_DIR) for f in files)
+    # = all(Path(f).resolve().is_relative_to(DATA_DIR)), resolving each folder once: a family's
+    # files share one or two, and a file that is not a link resolves to its folder's path + name.
+    folders: dict[Path, Path] = {}
+    for f in map(Path, files):
+        if f.name in ("", ".", "..") or f.is_symlink():
+            resolved = f.resolve()
+        else:
+            if f.parent not in folders:
+                folders[f.parent] = f.parent.resolve()
+            resolved = folders[f.parent] / f.name
+        if not resolved.is_relative_to(DATA_DIR):
+            return False
+    return True
 
 
 def key(family: str, files: Iterable[Path]) -> str:
@@ -73,6 +84,8 @@ def cached(family: str, files: list[Path], build: Callable[[], T]) -> T:
 
 
 def _store(path: Path, family: str, value: object) -> None:
+    import tempfile  # only when the catalog changed: not at every start
+
     try:
         path.parent.mkdir(exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".catalog-{family}-", suffix=".tmp")

@@ -189,8 +189,12 @@ def estimate(spec: TransformerSpec, lay: Layout, fab: TrainingFabric, *, seq_len
 
     t_f_stage = stage_layers * (compute_f + tp_f + cp_f + ep_f)
     t_b_stage = t_mb - t_f_stage
-    terms["dp_comm"] = _dp_exposed(spec, lay, fab, t_f_stage, t_b_stage, stage_layers, compute_f, layer_compute)
-    terms["optimizer"] = _optimizer_s(spec, lay, fab)
+    # Parameters this GPU holds before ZeRO sharding (what data parallelism reduces, Adam updates).
+    local = weight_grad_optimizer_bytes(spec, lay.tp, lay.pp, lay.dp, lay.ep, 0, lay.precision, cp=lay.cp,
+                                        etp=lay.expert_tp)["params"]
+    terms["dp_comm"] = _dp_exposed(spec, lay, fab, t_f_stage, t_b_stage, stage_layers, compute_f, layer_compute,
+                                   local)
+    terms["optimizer"] = _optimizer_s(lay, fab, local)
 
     if mem is None:
         mem = memory(spec, lay, gpu.hbm_bytes, s)
@@ -202,13 +206,12 @@ def estimate(spec: TransformerSpec, lay: Layout, fab: TrainingFabric, *, seq_len
 
 
 def _dp_exposed(spec: TransformerSpec, lay: Layout, fab: TrainingFabric, t_f: float, t_b: float,
-                stage_layers: float, compute_f: float, layer_compute: float) -> float:
-    """Data-parallel gradient reduction and ZeRO parameter gathers that compute cannot hide."""
+                stage_layers: float, compute_f: float, layer_compute: float, local: float) -> float:
+    """Data-parallel gradient reduction and ZeRO parameter gathers that compute cannot hide
+    (`local`: the parameters this GPU holds before ZeRO sharding)."""
     n, stride = lay.dp * lay.cp, lay.tp
     if n <= 1:
         return 0.0
-    local = weight_grad_optimizer_bytes(spec, lay.tp, lay.pp, lay.dp, lay.ep, 0, lay.precision, cp=lay.cp,
-                                        etp=lay.expert_tp)["params"]
     if lay.zero >= 3:
         return _zero3_exposed(spec, lay, fab, n, stride, stage_layers, compute_f, layer_compute)
     grads = local * GRAD_BYTES
@@ -277,10 +280,9 @@ def _zero3_exposed(spec: TransformerSpec, lay: Layout, fab: TrainingFabric, n: i
     return lay.microbatches * stage_layers * exposed + ag  # the first layer's gather waits
 
 
-def _optimizer_s(spec: TransformerSpec, lay: Layout, fab: TrainingFabric) -> float:
-    """Adam is memory-bound: ~30 bytes moved per parameter of this GPU's shard."""
-    local = weight_grad_optimizer_bytes(spec, lay.tp, lay.pp, lay.dp, lay.ep, 0, lay.precision, cp=lay.cp,
-                                        etp=lay.expert_tp)["params"]
+def _optimizer_s(lay: Layout, fab: TrainingFabric, local: float) -> float:
+    """Adam is memory-bound: ~30 bytes moved per parameter of this GPU's shard (`local`: the
+    parameters it holds before ZeRO sharding)."""
     shard = local / (lay.dp * lay.cp) if lay.zero >= 1 else local
     if lay.offload_optimizer:
         # Gradients down and weights up over PCIe (~50 GB/s per GPU on PCIe5 x16), Adam on the
