@@ -30,3 +30,12 @@ def test_help_imports_no_command_and_nothing_heavy() -> None:
     heavy = {m for m in mods if m.split(".")[0] in ("numpy", "pydantic", "rich", "yaml", "markdown_it")}
     assert not heavy
     assert not {m for m in mods if m.startswith("gpucluster.cli.") and m.endswith("_cmd")}
+
+
+def test_plan_train_loads_no_numpy_nor_typers_pydantic_adapters() -> None:
+    mods = _modules_after("plan", "train", "--model", "llama3-8b", "--gpu", "H100:8", "--top", "1")
+    assert "gpucluster.plan.train_search" in mods
+    assert not {m for m in mods if m.split(".")[0] in ("numpy", "yaml")}
+    # Options are coerced without pydantic TypeAdapters (cli/app.py), nor the reliability and cost
+    # planners that `plan train` does not print.
+    assert not {"typer._adapters", "pydantic.plugin._loader", "gpucluster.plan.reliability_plan"} & mods
