@@ -28,6 +28,7 @@ and returns X with rows summing to at most 1 and sum_j scale_j X[j, k] <= GPUs o
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -67,6 +68,7 @@ def _linprog():
 
 
 _HIGHS: list = []   # [core module, options] once loaded; [None] when unavailable
+_LOCAL = threading.local()
 
 
 def highs_core():
@@ -90,33 +92,44 @@ def highs_core():
     return _HIGHS[0]
 
 
-def solve_lp(cost: np.ndarray, A_ub: np.ndarray, b_ub: np.ndarray, bounds: np.ndarray) -> np.ndarray | None:
-    """min cost.x s.t. A_ub x <= b_ub, bounds[:, 0] <= x <= bounds[:, 1] (dense A_ub), with
-    HiGHS's dual simplex and no presolve as `linprog(..., method="highs", options=LP_OPTIONS)`
-    solves it: x at the optimum, None when not optimal."""
+def _solver(h):
+    """One HiGHS instance per thread, reused: passModel clears the previous model's solver state
+    (same solutions as a fresh instance, a test), and making one costs ~0.1 ms a solve."""
+    s = getattr(_LOCAL, "highs", None)
+    if s is None:
+        s = h._Highs()
+        s.passOptions(_HIGHS[1])
+        _LOCAL.highs = s
+    return s
+
+
+def solve_csc(cost: np.ndarray, start: np.ndarray, index: np.ndarray, value: np.ndarray, lower: np.ndarray,
+              upper: np.ndarray, row_upper: np.ndarray) -> np.ndarray | None:
+    """min cost.x s.t. A x <= row_upper, lower <= x <= upper, A given column-wise (start has
+    n + 1 entries, rows sorted within a column, no explicit zeros), solved as `solve_lp` does."""
+    n, m = len(cost), len(row_upper)
     h = highs_core()
     if h is None:
-        res = _linprog()(cost, A_ub=A_ub, b_ub=b_ub, bounds=bounds, method="highs", options=LP_OPTIONS)
+        from scipy.sparse import csc_array
+        A = csc_array((value, index, start), shape=(m, n))
+        res = _linprog()(cost, A_ub=A, b_ub=row_upper, bounds=np.column_stack([lower, upper]), method="highs",
+                         options=LP_OPTIONS)
         return res.x if res.status == 0 else None
-    m, n = A_ub.shape
-    At = np.ascontiguousarray(A_ub.T)      # column-wise nonzeros, rows sorted: what csc_array gives linprog
-    nz = At != 0
     lp = h.HighsLp()
     lp.num_col_ = n
     lp.num_row_ = m
     lp.a_matrix_.num_col_ = n
     lp.a_matrix_.num_row_ = m
     lp.a_matrix_.format_ = h.MatrixFormat.kColwise
-    lp.col_cost_ = np.asarray(cost, dtype=float)
-    lp.col_lower_ = np.ascontiguousarray(bounds[:, 0], dtype=float)
-    lp.col_upper_ = np.ascontiguousarray(bounds[:, 1], dtype=float)
+    lp.col_cost_ = cost
+    lp.col_lower_ = lower
+    lp.col_upper_ = upper
     lp.row_lower_ = np.full(m, -np.inf)
-    lp.row_upper_ = np.asarray(b_ub, dtype=float)
-    lp.a_matrix_.start_ = np.concatenate([[0], np.cumsum(nz.sum(axis=1))]).astype(np.int32)
-    lp.a_matrix_.index_ = np.nonzero(nz)[1].astype(np.int32)
-    lp.a_matrix_.value_ = At[nz]
-    highs = h._Highs()
-    highs.passOptions(_HIGHS[1])
+    lp.row_upper_ = row_upper
+    lp.a_matrix_.start_ = start
+    lp.a_matrix_.index_ = index
+    lp.a_matrix_.value_ = value
+    highs = _solver(h)
     highs.passModel(lp)
     highs.run()
     if highs.getModelStatus() != h.HighsModelStatus.kOptimal:
@@ -124,18 +137,33 @@ def solve_lp(cost: np.ndarray, A_ub: np.ndarray, b_ub: np.ndarray, bounds: np.nd
     return np.array(highs.getSolution().col_value)
 
 
+def solve_lp(cost: np.ndarray, A_ub: np.ndarray, b_ub: np.ndarray, bounds: np.ndarray) -> np.ndarray | None:
+    """min cost.x s.t. A_ub x <= b_ub, bounds[:, 0] <= x <= bounds[:, 1] (dense A_ub), with
+    HiGHS's dual simplex and no presolve as `linprog(..., method="highs", options=LP_OPTIONS)`
+    solves it: x at the optimum, None when not optimal."""
+    if highs_core() is None:
+        res = _linprog()(cost, A_ub=A_ub, b_ub=b_ub, bounds=bounds, method="highs", options=LP_OPTIONS)
+        return res.x if res.status == 0 else None
+    At = np.ascontiguousarray(A_ub.T)      # column-wise nonzeros, rows sorted: what csc_array gives linprog
+    nz = At != 0
+    start = np.concatenate([[0], np.cumsum(nz.sum(axis=1))]).astype(np.int32)
+    return solve_csc(np.asarray(cost, dtype=float), start, np.nonzero(nz)[1].astype(np.int32), At[nz],
+                     np.ascontiguousarray(bounds[:, 0], dtype=float), np.ascontiguousarray(bounds[:, 1], dtype=float),
+                     np.asarray(b_ub, dtype=float))
+
+
 def _classes(c: np.ndarray, scale: np.ndarray, ok: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Unique (coefficient row, scale, feasibility) classes: representatives, inverse, counts."""
-    key = np.concatenate([c, scale[:, None].astype(float), ok.astype(float)], axis=1)
-    index: dict[bytes, int] = {}
-    inverse = np.empty(len(key), dtype=np.int64)
-    first: list[int] = []
-    for i, row in enumerate(key):   # a dict of row bytes: cheaper than np.unique(axis=0) here
-        u = index.setdefault(row.tobytes(), len(first))
-        if u == len(first):
-            first.append(i)
-        inverse[i] = u
-    return np.array(first, dtype=np.int64), inverse, np.bincount(inverse).astype(float)
+    """Unique (coefficient row, scale, feasibility) classes, in order of first appearance:
+    representatives, inverse, counts. Rows are equal when their bytes are (np.unique on a
+    void view of each row: a few numpy calls, where a dict of row bytes costs ~1 us a row)."""
+    key = np.ascontiguousarray(np.concatenate([c, scale[:, None].astype(float), ok.astype(float)], axis=1))
+    rows = key.view(np.dtype((np.void, key.dtype.itemsize * key.shape[1]))).ravel()
+    _, first, inv = np.unique(rows, return_index=True, return_inverse=True)
+    by_first = np.argsort(first)
+    rank = np.empty_like(by_first)
+    rank[by_first] = np.arange(len(by_first))
+    inverse = rank[inv.ravel()]
+    return first[by_first].astype(np.int64), inverse, np.bincount(inverse).astype(float)
 
 
 def _base_lp(u: int, K: int, scale: np.ndarray, counts: np.ndarray, capacity: np.ndarray, ok: np.ndarray,
@@ -164,19 +192,40 @@ def max_min(c: np.ndarray, scale: np.ndarray, capacity: np.ndarray, ok: np.ndarr
     rep, inv, counts = _classes(c[live], scale[live], ok[live])
     cu, su, oku = c[live][rep], scale[live][rep], ok[live][rep]
     u = len(rep)
-    A0, b0, bounds = _base_lp(u, K, su, counts, capacity, oku, extra_cols=1)
-    fair = np.zeros((u, u * K + 1))     # t - sum_k c x <= 0, one row per class; t is the last column
-    r = np.arange(u)
-    for k in range(K):
-        fair[r, r * K + k] = -cu[:, k]
-    fair[:, -1] = 1.0
-    total = float(counts.sum())
-    cost = np.concatenate([-TIE_WEIGHT * (counts[:, None] * cu).ravel() / total, [-1.0]])
-    x = solve_lp(cost, np.vstack([A0, fair]), np.concatenate([b0, np.zeros(u)]), bounds)
+    x = solve_csc(*_max_min_lp(cu, su, counts, capacity, oku))
     if x is None:
         raise RuntimeError("max-min LP not solved to optimality")   # a bug: the LP is always feasible (X = 0)
     X[live] = x[:-1].reshape(u, K)[inv]
     return _clean(X)
+
+
+def _max_min_lp(cu: np.ndarray, su: np.ndarray, counts: np.ndarray, capacity: np.ndarray, oku: np.ndarray):
+    """The max-min LP over classes, column-wise: x (u*K, row-major) then t. Rows: sum_k x <= 1
+    (u), per-type capacity (K), t - sum_k c x <= 0 (u). The same nonzeros, in the same order, as
+    `_base_lp` + the fairness rows through `solve_lp` (a test), without the dense matrix."""
+    u, K = cu.shape
+    r = np.arange(u)
+    rows = np.empty((u, K, 3), dtype=np.int32)     # each x column: its class row, its type's row, its fairness row
+    rows[:, :, 0] = r[:, None]
+    rows[:, :, 1] = u + np.arange(K)[None, :]
+    rows[:, :, 2] = (u + K + r)[:, None]
+    vals = np.empty((u, K, 3))
+    vals[:, :, 0] = 1.0
+    vals[:, :, 1] = (counts * su)[:, None]
+    vals[:, :, 2] = -cu
+    nz = vals != 0
+    per_col = nz.sum(axis=2).ravel()
+    start = np.zeros(u * K + 2, dtype=np.int32)
+    np.cumsum(per_col, out=start[1:u * K + 1])
+    start[-1] = start[-2] + u                       # t: 1.0 in every fairness row
+    index = np.concatenate([rows[nz], (u + K + r).astype(np.int32)])
+    value = np.concatenate([vals[nz], np.ones(u)])
+    total = float(counts.sum())
+    cost = np.concatenate([-TIE_WEIGHT * (counts[:, None] * cu).ravel() / total, [-1.0]])
+    lower = np.zeros(u * K + 1)
+    upper = np.concatenate([np.where(oku.ravel(), 1.0, 0.0), [np.inf]])
+    row_upper = np.concatenate([np.ones(u), capacity.astype(float), np.zeros(u)])
+    return cost, start, index, value, lower, upper, row_upper
 
 
 def _clean(X: np.ndarray) -> np.ndarray:
