@@ -205,7 +205,8 @@ def test_engine_invariants_every_round():
             assert np.all(cm.X[run, asg[run]] > 0)                            # only allocated combinations
             seen["pairs"] += int(np.count_nonzero(cm.b[run] >= 0))
 
-        r = run_packed_rounds(arrival, scale, steps, T, cap, kind, P, round_s=360.0, check=check)
+        switch_s = float(rng.choice([0.0, 30.0]))
+        r = run_packed_rounds(arrival, scale, steps, T, cap, kind, P, round_s=360.0, switch_s=switch_s, check=check)
         assert r.finished.all()
         assert np.all(r.end_s >= arrival)
         assert r.busy_gpu_s <= r.gpus * r.makespan_s + 1e-6

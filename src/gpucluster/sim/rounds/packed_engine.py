@@ -47,21 +47,24 @@ def assign_combos(cm: Combos, received_s: np.ndarray, since_reset_s: float, scal
     pair = b >= 0
     svc = np.where(pair, 0.5 * (service[a] + service[np.maximum(b, 0)]), service[a])
     order = pos[np.lexsort((svc, -pri))]
+    rows_o = order // K
     left = capacity.tolist()
     busy: set[int] = set()
     smallest = int(scale.min())
-    for row, k in zip((order // K).tolist(), (order % K).tolist(), strict=True):
-        i, j = int(cm.a[row]), int(cm.b[row])
-        n = int(scale[i])
-        if got[row] >= 0 or i in busy or j in busy or n > left[k]:
+    taken = [-1] * c
+    ai, bi = cm.a[rows_o], cm.b[rows_o]
+    for row, k, i, j, n in zip(rows_o.tolist(), (order % K).tolist(), ai.tolist(), bi.tolist(),
+                               scale[ai].tolist(), strict=True):
+        if taken[row] >= 0 or i in busy or j in busy or n > left[k]:
             continue
-        got[row] = k
+        taken[row] = k
         left[k] -= n
         busy.add(i)
         if j >= 0:
             busy.add(j)
         if left[k] < smallest and max(left) < smallest:
             break
+    got[:] = taken
     return got
 
 

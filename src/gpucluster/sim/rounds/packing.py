@@ -205,36 +205,31 @@ def _spread(S: np.ndarray, Y: np.ndarray, pc: np.ndarray, R: np.ndarray, T: np.n
             counts: np.ndarray, live: np.ndarray, m: int) -> Combos:
     """Class totals -> job combinations, each job getting exactly its class's share."""
     K = T.shape[1]
-    members = [live[np.flatnonzero(inv == C)] for C in range(len(counts))]
-    a_l: list[int] = []
-    b_l: list[int] = []
-    x_l: list[np.ndarray] = []
-    ra_l: list[np.ndarray] = []
-    rb_l: list[np.ndarray] = []
-    for C, js in enumerate(members):             # alone: S / n_C each, one row per job, job order
-        if S[C].max() > EPS_X / 10:
-            for j in js.tolist():
-                a_l.append(j)
-                b_l.append(-1)
-                x_l.append(S[C] / counts[C])
-                ra_l.append(T[j].copy())
-                rb_l.append(np.zeros(K))
+    # alone: S / n_C for each job of a class with some time alone, one row per job, job order
+    alone = S.max(axis=1) > EPS_X / 10
+    js = live[alone[inv]]
+    cls = inv[alone[inv]]
+    a_parts = [js]
+    b_parts = [np.full(len(js), -1, dtype=np.int64)]
+    x_parts = [S[cls] / counts[cls, None]]
+    ra_parts = [T[js]]
+    rb_parts = [np.zeros((len(js), K))]
     by_pair: dict[tuple[int, int], np.ndarray] = {}
     for (C, D, k), y in zip(pc.tolist(), Y.tolist(), strict=True):
         if y > EPS_X / 10:
             by_pair.setdefault((C, D), np.zeros(K))[k] += y
-    for (C, D), yv in by_pair.items():
-        for i, j, w in _pairs(members[C], members[D], C == D):
-            a_l.append(i)
-            b_l.append(j)
-            x_l.append(yv * w)
-            ra_l.append(R[C, D].copy())
-            rb_l.append(R[D, C].copy())
-    if not a_l:
-        return Combos(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros((0, K)),
-                      np.zeros((0, K)), np.zeros((0, K)))
-    cm = Combos(np.array(a_l, dtype=np.int64), np.array(b_l, dtype=np.int64), np.array(x_l),
-                np.array(ra_l), np.array(rb_l))
+    if by_pair:
+        members = [live[np.flatnonzero(inv == C)] for C in range(len(counts))]
+        for (C, D), yv in by_pair.items():
+            pairs = _pairs(members[C], members[D], C == D)
+            w = np.array([x[2] for x in pairs])
+            a_parts.append(np.array([x[0] for x in pairs], dtype=np.int64))
+            b_parts.append(np.array([x[1] for x in pairs], dtype=np.int64))
+            x_parts.append(w[:, None] * yv[None, :])
+            ra_parts.append(np.broadcast_to(R[C, D], (len(w), K)))
+            rb_parts.append(np.broadcast_to(R[D, C], (len(w), K)))
+    cm = Combos(np.concatenate(a_parts), np.concatenate(b_parts), np.concatenate(x_parts),
+                np.concatenate(ra_parts), np.concatenate(rb_parts))
     cm.X = np.clip(cm.X, 0.0, 1.0)
     cm.X[cm.X < EPS_X] = 0.0
     tot = cm.job_time(m).sum(axis=1)              # LP noise must not give a job more than all its time
