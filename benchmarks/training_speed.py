@@ -64,6 +64,7 @@ def main(argv: list[str] | None = None) -> int:
         # A new micro batch each time so that the per-layer cache does not answer for it.
         step._layer_cached.cache_clear()
         fabric._cached_time.cache_clear()
+        step._flops.cache_clear()
         t = time.process_time()
         estimate(spec, lay.with_(global_batch=512 + 64 * (i % 4)), fab)
         times.append(time.process_time() - t)

@@ -82,6 +82,12 @@ def search(spec: TransformerSpec, fabric: TrainingFabric, gpus: int, global_batc
     fits: list[Estimate] = []
     hbm = fabric.gpu.hbm_bytes
     shared: dict[tuple, Any] = {}  # memory terms that several layouts share (MemoryTerms)
+    stack_fixed = {k: fixed[k] for k in STACK if k in fixed and fixed[k] != "framework"}
+    # What every layout of this search has; each one is this with its own dimensions (_with).
+    template = Layout(global_batch=global_batch, precision=fixed.get("precision", precision),
+                      flash_attention=fixed.get("flash_attention", flash_attention), **stack_fixed)
+    options = (_options("offload_optimizer", fixed, [False, True]),
+               _options("recompute", fixed, ["none", "selective", "full"]))
     tp_max = gpus if tp_across_domains else min(gpus, fabric.domain)
     for tp in _options("tp", fixed, [d for d in _divisors(gpus) if d <= tp_max]):
         for cp in _options("cp", fixed, [c for c in _divisors(gpus // tp) if c <= 16 and s % c == 0]):
@@ -107,17 +113,14 @@ def search(spec: TransformerSpec, fabric: TrainingFabric, gpus: int, global_batc
                             v = fixed["interleave"]
                             choices = [(v, v > 1 and spec.layers % (pp * v) != 0 and (spec.layers + 2) % (pp * v) == 0)]
                         for v, accounted in choices:
-                            stack: dict[str, Any] = {"pp_embedding_layer": accounted, "pp_loss_layer": accounted}
-                            stack.update({k: fixed[k] for k in STACK if k in fixed and fixed[k] != "framework"})
                             # An EP group larger than dp x cp folds over the TP ranks (expert TP 1).
                             etp = fixed.get("etp", 0 if (dp * cp) % ep == 0 else 1)
-                            base = Layout(tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, etp=etp, interleave=v, micro_batch=mb,
-                                          global_batch=global_batch,
-                                          sequence_parallel=fixed.get("sequence_parallel", tp > 1),
-                                          precision=fixed.get("precision", precision),
-                                          flash_attention=fixed.get("flash_attention", flash_attention),
-                                          **stack)
-                            _try_memory_options(spec, base, fabric, fixed, s, hbm, gpus, result, fits, shared)
+                            base = _with(template, {
+                                "tp": tp, "pp": pp, "dp": dp, "cp": cp, "ep": ep, "etp": etp, "interleave": v,
+                                "micro_batch": mb, "sequence_parallel": fixed.get("sequence_parallel", tp > 1),
+                                "pp_embedding_layer": accounted, "pp_loss_layer": accounted, **stack_fixed})
+                            _try_memory_options(spec, base, fabric, fixed, s, hbm, gpus, result, fits, shared,
+                                                options)
     # Equal step times: prefer the simpler layout (less context, pipeline and tensor parallelism).
     fits.sort(key=lambda e: (round(e.step_s, 9), e.layout.cp, e.layout.pp, e.layout.tp, e.layout.ep,
                              e.layout.interleave, e.layout.micro_batch))
@@ -160,20 +163,21 @@ def _with(base: Layout, changes: dict[str, Any]) -> Layout:
 
 def _try_memory_options(spec: TransformerSpec, base: Layout, fabric: TrainingFabric, fixed: dict[str, Any],
                         s: int, hbm: float, gpus: int, result: SearchResult, fits: list[Estimate],
-                        shared: dict[tuple, Any]) -> None:
+                        shared: dict[tuple, Any], options: tuple[list, list]) -> None:
     zeros = [1 if base.dp * base.cp > 1 else 0]
     if base.pp == 1 and base.dp * base.cp > 1:
         zeros.append(3)
+    offloads, recomputes = options  # _options of offload_optimizer and recompute, the same for every layout
     found = False
     shape_why = shape_problems(spec, base, gpus, s)  # the options change none of these
     # Weights and activations, computed once for every option below (and shared with other
     # layouts through `shared`); not made for a shape that is refused.
     terms = None if shape_why else MemoryTerms(spec, base, s, shared)
-    for offload in _options("offload_optimizer", fixed, [False, True]):
+    for offload in offloads:
         if found:
             break  # offloading only when nothing else fits
         for zero in _options("zero", fixed, zeros):
-            for rc in _options("recompute", fixed, ["none", "selective", "full"]):
+            for rc in recomputes:
                 result.considered += 1
                 # = problems(spec, layout, gpus, s)[0], without making the layout
                 why = shape_why or options_problems(zero, base.pp, rc)

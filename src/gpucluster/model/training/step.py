@@ -25,7 +25,7 @@ from functools import lru_cache
 from gpucluster.model.training.compute import elementwise_time_s, gemm_curve
 from gpucluster.model.training.kernels import FLASH_BACKWARD_FACTOR, layer_kernels
 from gpucluster.model.training.fabric import TrainingFabric
-from gpucluster.model.training.layout import Layout
+from gpucluster.model.training.layout import Layout, Recompute
 from gpucluster.model.training.moe import dispatch_combine_s, expert_imbalance
 from gpucluster.model.training.memory import Memory, _moe_mix, memory
 from gpucluster.model.transformer_flops import hardware_flops_per_iteration, logit_gemm, model_flops_per_iteration
@@ -199,10 +199,15 @@ def estimate(spec: TransformerSpec, lay: Layout, fab: TrainingFabric, *, seq_len
     if mem is None:
         mem = memory(spec, lay, gpu.hbm_bytes, s)
     tokens = lay.global_batch * s
-    return Estimate(lay, lay.gpus, sum(terms.values()), terms, mem,
-                    model_flops_per_iteration(spec, lay.global_batch, s),
-                    hardware_flops_per_iteration(spec, lay.global_batch, lay.recompute, s),
+    return Estimate(lay, lay.gpus, sum(terms.values()), terms, mem, *_flops(spec, lay.global_batch, s, lay.recompute),
                     tokens, gpu.peak_tflops[lay.precision].value)
+
+
+@lru_cache(maxsize=1024)
+def _flops(spec: TransformerSpec, global_batch: int, seq_len: int, recompute: Recompute) -> tuple[float, float]:
+    """(model, hardware) FLOPs of one step: the same for every layout of a search but its recompute."""
+    return (model_flops_per_iteration(spec, global_batch, seq_len),
+            hardware_flops_per_iteration(spec, global_batch, recompute, seq_len))
 
 
 def _dp_exposed(spec: TransformerSpec, lay: Layout, fab: TrainingFabric, t_f: float, t_b: float,
