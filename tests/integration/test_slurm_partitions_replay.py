@@ -134,3 +134,23 @@ def _simulate(scen) -> dict:
     name = {j.seq: JOBS[i][0] for i, j in enumerate(by_seq)}
     s["_order"] = [name[j.seq] for j in sorted(by_seq, key=lambda j: (j.first_start, j.seq))]
     return s
+
+
+def test_the_import_reads_saved_scontrol_output_and_counts_bad_lines(slurm, history, tmp_path):
+    text = slurm.run(["scontrol", "show", "partition", "-o"]).stdout
+    saved = tmp_path / "parts.txt"
+    saved.write_text(text + "PartitionName=broken Nodes=gpu[01- PriorityTier=1\n")
+    env = {**slurm.env, "NO_COLOR": "1", "COLUMNS": "200"}
+    base = [str(EXE), "slurm", "import", "-o", str(tmp_path / "t.txt"), "--scenario", str(tmp_path / "s.yaml"),
+            "--cluster", str(ROOT / "tests/integration/data/slurm-2node.yaml")]
+    p = subprocess.run([*base, "--partitions", str(saved), "--json"], capture_output=True, text=True, env=env,
+                       timeout=120, cwd=slurm.root)
+    assert p.returncode == 0, p.stderr
+    rep = json.loads(p.stdout)["partitions_read"]
+    assert rep["partitions"] == 2 and rep["bad"] == {"Nodes is not a hostlist": {"lines": 1, "first_line": 3}}
+    assert yaml.safe_load((tmp_path / "s.yaml").read_text())["queues"]["debug"] == {"nodes": "gpu01",
+                                                                                    "priority_tier": 2}
+    p = subprocess.run([*base, "--hostnames", "gpu=gpu[01-03]"], capture_output=True, text=True, env=env,
+                       timeout=120, cwd=slurm.root)
+    assert p.returncode == 2 and "gpu=gpu[01-03] names 3 nodes; pool 'gpu' has 2" in p.stderr
+    assert "Traceback" not in p.stderr
