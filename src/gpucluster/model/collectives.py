@@ -297,7 +297,7 @@ def predict_times_s(op: str, sizes, group: CommGroup):
     if op not in OPS:
         raise ValueError(f"unknown collective {op!r} (valid: {', '.join(OPS)})")
     s = np.asarray(sizes, dtype=float)
-    if np.any(s < 0):
+    if (s < 0).any():
         raise ValueError("message size must be >= 0 bytes")
     if group.gpus == 1 and op != "send_recv":
         return np.zeros_like(s)

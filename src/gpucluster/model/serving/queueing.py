@@ -173,6 +173,48 @@ def _kmax(S: float) -> float:
     return max(1.0, float(PREFILL_TOKEN_BUDGET // max(1, int(S))))
 
 
+def _iteration_time(tables: tuple[tuple[float, ...], tuple[float, ...]], dec: Callable[[float], float],
+                    pre: Callable[[float], float], lam: float, D: float, top_n: float,
+                    kmax: float) -> Callable[[float], float]:
+    """T -> t_decode(lam D T) + t_prefill(lam T), the iteration time at a guessed T, as `analyze`
+    states it, with StepModel's tables read inline: the bisection calls it some 60 times per
+    rate. Batches beyond the first table block go through `dec` and `pre`."""
+    dtab, ptab = tables
+    nd, np_ = len(dtab), len(ptab)
+    lam_d, floor = lam * D, math.floor
+
+    def f(T: float) -> float:
+        td = 0.0
+        if D:
+            n = lam_d * T
+            if top_n < n:
+                n = top_n
+            if n > 0:
+                lo = floor(n)
+                if lo < 1:
+                    td = dtab[1]
+                elif lo + 1 < nd:
+                    t_lo = dtab[lo]
+                    td = t_lo if lo == n else t_lo + (dtab[lo + 1] - t_lo) * (n - lo)
+                else:
+                    td = dec(n)
+        k = lam * T
+        if D == 0 and 1.0 > k:
+            k = 1.0
+        if kmax < k:
+            k = kmax
+        if k <= 0:
+            return td + 0.0
+        lo = floor(k)
+        if lo == 0:
+            return td + k * ptab[1]
+        if lo + 1 < np_:
+            t_lo = ptab[lo]
+            return td + (t_lo if lo == k else t_lo + (ptab[lo + 1] - t_lo) * (k - lo))
+        return td + pre(k)
+    return f
+
+
 def analyze(step: StepTimes, traffic: Traffic, max_batch: int, *, latency: bool = True) -> ServingPoint:
     """The steady state of one replica at `traffic.rate` (see the module docstring); without
     `latency`, TTFT is not computed (NaN): a search that checks only stability or TPOT skips it."""
@@ -188,13 +230,15 @@ def analyze(step: StepTimes, traffic: Traffic, max_batch: int, *, latency: bool 
         return min(max(k, 1.0) if D == 0 else k, kmax)
 
     dec, pre = step.decoder(ctx), step.prefiller(S)
-    top_n = float(max_batch)
-    lam_d = lam * D
+    if isinstance(step, StepModel):
+        f = _iteration_time(step.first_blocks(ctx, S), dec, pre, lam, D, float(max_batch), kmax)
+    else:
+        top_n, lam_d = float(max_batch), lam * D
 
-    def f(T: float) -> float:
-        n = min(lam_d * T, top_n) if D else 0.0
-        k = lam * T
-        return dec(n) + pre(min(max(k, 1.0) if D == 0 else k, kmax))
+        def f(T: float) -> float:
+            n = min(lam_d * T, top_n) if D else 0.0
+            k = lam * T
+            return dec(n) + pre(min(max(k, 1.0) if D == 0 else k, kmax))
 
     # Solve T = f(T) by bisection: f(T) - T > 0 at the smallest iteration; look for a T where
     # it turns negative before the budget caps the prompts per iteration (else: over capacity).
@@ -362,10 +406,10 @@ def max_rate(step: StepTimes, traffic: Traffic, max_batch: int, slo_ttft: float 
     probe_latency = slo_ttft is not None
     sat = saturated(step, traffic, max_batch)
     hi = sat.rate * 1.05
-    low_point = at(hi * 1e-4)
+    low_point = at(hi * 1e-4, probe_latency)
     why = ok(low_point)
     if why is not None:
-        return 0.0, low_point, why
+        return 0.0, low_point if probe_latency else at(hi * 1e-4), why
     lo, best, reason = hi * 1e-4, low_point, "capacity"
     for _ in range(40):
         mid = math.sqrt(lo * hi)
@@ -377,6 +421,6 @@ def max_rate(step: StepTimes, traffic: Traffic, max_batch: int, slo_ttft: float 
             hi, reason = mid, why
         if hi / lo < 1.005:
             break
-    if best_latency and best is not low_point and not probe_latency:
+    if best_latency and not probe_latency:
         best = at(lo)
     return lo, best, reason

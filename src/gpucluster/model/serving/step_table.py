@@ -70,7 +70,6 @@ def _stage(rep: Replica, batch: np.ndarray, new_tokens: np.ndarray, context: flo
     spec, gpu, tp = rep.spec, rep.gpu, rep.tp
     prec = rep.quant.compute(gpu)
     curve = gemm_curve(gpu.name, prec)
-    half = gemm_curve(gpu.name, "bf16" if "bf16" in gpu.peak_tflops else "fp16")
     wb, ab = rep.quant.weight_bytes, rep.quant.act_bytes(gpu)
     attn_rate = attention_tflops(gpu.name)[0] * 1e12
     hbm = hbm_gbps(gpu) * 1e9
@@ -119,11 +118,18 @@ def _stage(rep: Replica, batch: np.ndarray, new_tokens: np.ndarray, context: flo
         terms["overhead"] = terms["overhead"] + n * EW_KERNELS * KERNEL_S
         terms["tp_comm"] = terms["tp_comm"] + n * 2 * _collective_s(rep.fabric, "all_reduce",
                                                                     tokens * spec.hidden * ACT_BYTES, tp, 1)
-    if last:
-        terms["gemm"] = terms["gemm"] + _gemm_s(half, batch, spec.vocab / tp, spec.hidden, 2.0, ACT_BYTES)
-        terms["tp_comm"] = terms["tp_comm"] + _collective_s(rep.fabric, "all_gather",
-                                                            batch * spec.vocab * ACT_BYTES, tp, 1)
-    return terms
+    return _with_logits(rep, terms, batch) if last else terms
+
+
+def _with_logits(rep: Replica, terms: Terms, batch: np.ndarray) -> Terms:
+    """The last stage's terms from a middle stage's: the output layer for each sequence's last
+    position, in 16 bits, and the vocab-parallel logits gathered for sampling."""
+    spec, gpu, tp = rep.spec, rep.gpu, rep.tp
+    half = gemm_curve(gpu.name, "bf16" if "bf16" in gpu.peak_tflops else "fp16")
+    out = dict(terms)
+    out["gemm"] = terms["gemm"] + _gemm_s(half, batch, spec.vocab / tp, spec.hidden, 2.0, ACT_BYTES)
+    out["tp_comm"] = terms["tp_comm"] + _collective_s(rep.fabric, "all_gather", batch * spec.vocab * ACT_BYTES, tp, 1)
+    return out
 
 
 def _total(rep: Replica, terms: Terms) -> np.ndarray:
@@ -164,7 +170,7 @@ def prefill_totals(rep: Replica, batches: np.ndarray, tokens: np.ndarray | int) 
     micro = np.minimum(b, rep.pp)
     mb = b / micro
     mid = _stage(rep, mb, s, 0.0, layers, False)
-    last = _stage(rep, mb, s, 0.0, layers, True)
+    last = _with_logits(rep, mid, mb)   # the same layers, then the output layer
     slots = micro + rep.pp - 1
     terms = {name: v * (slots - 1) + last[name] for name, v in mid.items()}
     terms["pp_comm"] = terms["pp_comm"] + (rep.pp - 1) * _hops_s(rep, mb * s * rep.spec.hidden * ACT_BYTES)
@@ -181,6 +187,7 @@ class StepModel:
         self.rep = rep
         self._d: dict[tuple[int, int], tuple[float, ...]] = {}   # (context, block) -> decode totals
         self._p: dict[tuple[int, int], tuple[float, ...]] = {}   # (prompt tokens, block) -> prefill totals
+        self._flat: dict[tuple[int, bool], tuple[float, ...]] = {}  # first blocks indexed from 1 (decode: True)
 
     def decode(self, n: float, ctx: float) -> float:
         if n <= 0:
@@ -190,11 +197,30 @@ class StepModel:
         t_lo, t_hi = self._decode(lo, c), self._decode(hi, c)
         return t_lo + (t_hi - t_lo) * (n - lo) if hi > lo else t_lo
 
+    def first_blocks(self, ctx: float, tokens: float) -> tuple[tuple[float, ...], tuple[float, ...]]:
+        """The decode table at `ctx` and the prefill table at `tokens`, each indexed by batch from
+        1 (index 0 unused), over their first block: what a bisection reads directly."""
+        return self._flat_d(max(64, round(ctx / 64) * 64)), self._flat_p(max(16, round(tokens / 16) * 16))
+
+    def _flat_d(self, c: int) -> tuple[float, ...]:
+        tab = self._flat.get((c, True))
+        if tab is None:
+            tab = self._flat[(c, True)] = (math.nan, *self._block_d(c, 0))
+        return tab
+
+    def _flat_p(self, s: int) -> tuple[float, ...]:
+        tab = self._flat.get((s, False))
+        if tab is None:
+            block = self._p.get((s, 0))
+            if block is None:
+                block = self._p[(s, 0)] = _prefill_block(self.rep, s, 0)
+            tab = self._flat[(s, False)] = (math.nan, *block)
+        return tab
+
     def decoder(self, ctx: float) -> Callable[[float], float]:
         """`decode(n, ctx)` as one function of n, for a bisection's many calls: the first
         block's table read directly, larger batches through `decode`."""
-        c = max(64, round(ctx / 64) * 64)
-        tab = (math.nan, *self._block_d(c, 0))
+        tab = self._flat_d(max(64, round(ctx / 64) * 64))
         slow, floor = self.decode, math.floor
 
         def dec(n: float) -> float:
@@ -244,11 +270,7 @@ class StepModel:
 
     def prefiller(self, tokens: float) -> Callable[[float], float]:
         """`prefill(k, tokens)` as one function of k (see `decoder`)."""
-        s = max(16, round(tokens / 16) * 16)
-        tab = self._p.get((s, 0))
-        if tab is None:
-            tab = self._p[(s, 0)] = _prefill_block(self.rep, s, 0)
-        tab = (math.nan, *tab)
+        tab = self._flat_p(max(16, round(tokens / 16) * 16))
         slow, floor = self.prefill, math.floor
 
         def pre(k: float) -> float:
