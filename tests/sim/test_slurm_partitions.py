@@ -114,6 +114,17 @@ def test_tier_orders_multifactor_before_priority(tmp_path):
     assert [p for _, p in order(sim2)] == ["batch", "debug", "batch"]
 
 
+def test_each_disjoint_partition_protects_its_first_blocked_job(tmp_path):
+    # debug is gpu01, batch gpu02, each full or half full for an hour; each has a blocked 8-GPU job;
+    # a long 4-GPU batch job fits now on gpu02 but would delay batch's blocked job: it must wait
+    path = history(tmp_path, [(1, "debug", 0, 60, 8), (2, "batch", 0, 60, 4), (3, "debug", 1, 60, 8),
+                              (4, "batch", 2, 60, 8), (5, "batch", 3, 120, 4)])
+    sim, _ = replay(path, {"debug": {"nodes": "gpu01"}, "batch": {"nodes": "gpu02"}})
+    got = {j.seq: round(j.first_start) for j in sim.by_id.values()}
+    assert sorted(got.values()) == [0, 0, 3600, 3600, 7200]
+    assert max(got.items(), key=lambda kv: kv[1])[0] == max(got)      # the long 4-GPU job starts last
+
+
 def test_strict_priority_blocks_only_overlapping_partitions(tmp_path):
     # gpu01 is debug's, gpu02 batch's: a debug job that cannot start does not block batch
     path = history(tmp_path, [(1, "debug", 0, 60, 8), (2, "debug", 1, 60, 8), (3, "batch", 2, 60, 8)])

@@ -21,11 +21,13 @@ the multifactor priority (multifactor.py) that re-sorts it as Slurm does.
 Slurm partitions (the scenario's `queues` with `nodes:` and `priority_tier:`, see
 node_sets.py): a job starts only on its partition's nodes, and jobs of a higher
 PriorityTier come before any job of a lower one (Slurm sorts the queue by tier, then
-priority). With node sets the head's reservation is on the nodes it may use (its
+priority). With node sets a reservation is on the nodes its job may use (its
 partition's, of the GPU type whose shadow is earliest): a later job placed wholly
 outside them never delays it; one that needs them must end before the shadow or fit in
-the extra GPUs, as above. A job larger than its partition is rejected (Slurm leaves it
-pending for ever with reason PartitionNodeLimit).
+the extra GPUs, as above. Besides the head, the first blocked job of each partition that
+shares no node with an earlier reservation gets one too (disjoint partitions would
+otherwise starve their big jobs). A job larger than its partition is rejected (Slurm
+leaves it pending for ever with reason PartitionNodeLimit).
 """
 
 from __future__ import annotations
@@ -237,9 +239,11 @@ class EasyBackfill(Policy):
 
     # -- with partition node sets -----------------------------------------------------
     def _schedule_sets(self, view: View) -> list[Decision]:
-        """EASY backfill where each job has its partition's nodes and the head's reservation is a
-        node set (the general form of the per-type rule above; kept apart so runs without node sets
-        keep their hot path)."""
+        """EASY backfill where each job has its partition's nodes and a reservation is a node set
+        (the general form of the per-type rule above; kept apart so runs without node sets keep
+        their hot path). The head gets a reservation, and so does each later job that does not fit
+        and whose partition shares no node with an earlier reservation: disjoint partitions each
+        protect their first blocked job, as Slurm's per-job backfill plan does."""
         scr = Scratch(view.state)
         it = iter(self.order(view))
         out: list[Decision] = []
@@ -259,36 +263,59 @@ class EasyBackfill(Policy):
             out.append(Start(job, g))
         if head is None:
             return out
-        shadow, extra, rmask = self._reservation_sets(view, scr, head, out)
         st = view.state
+        resv: list[list] = []          # [shadow, extra GPUs, reserved nodes]
+        reserved = np.zeros(len(st.nodes), dtype=bool)
+        shadow, extra, rmask = self._reservation_sets(view, scr, head, out)
+        if rmask is not None:
+            resv.append([shadow, extra, rmask])
+            reserved |= rmask
         for job in islice(it, self.depth):
-            if not view.full and job.id not in view.new:
-                continue
-            if job.time_limit_s is not None:
-                self._limits = self.by_limit
-            rej = self.too_big(view, job)
-            if rej is not None:
-                out.append(rej)
-                continue
-            if rmask is None:
-                g = self.place(view, scr, job)
-            else:   # off the head's reserved nodes first: there it delays nobody
-                g = self.place(view, scr, job, extra_mask=~rmask)
-                if g is None:
-                    for t in self.types_order(view, job):
-                        late = view.now + self.estimate(job, t) > shadow
-                        if late and job.gpu_share > extra:
-                            continue
-                        g = self.place(view, scr, job, gpu_type=t) if t is not None else self.place(view, scr, job)
-                        if g is not None:
-                            if late:
-                                extra -= int(np.count_nonzero(rmask[st.gpu_node[g]])) * job.milli / 1000
-                            break
+            g = None
+            # a job looked at in an earlier pass with nothing freed since still does not fit: it is
+            # only a candidate for a reservation
+            if view.full or job.id in view.new:
+                if job.time_limit_s is not None:
+                    self._limits = self.by_limit
+                rej = self.too_big(view, job)
+                if rej is not None:
+                    out.append(rej)
+                    continue
+                g = self.place(view, scr, job, extra_mask=~reserved) if resv else self.place(view, scr, job)
+                if g is None and resv:   # on reserved nodes: only if it delays none of their reservations
+                    g = self._place_around(view, scr, job, resv)
             if g is None:
+                own, room = self.part_mask(view, job), self.partition_room(view, job)
+                if own is not None and room is not None and job.gpu_share <= room and not (own & reserved).any():
+                    shadow, extra, rmask = self._reservation_sets(view, scr, job, out)
+                    if rmask is not None:
+                        resv.append([shadow, extra, rmask])
+                        reserved |= rmask
                 continue
             scr.take(g, job.milli, job.cpu_milli, job.mem_mib)
             out.append(Start(job, g))
         return out
+
+    def _place_around(self, view: View, scr: Scratch, job: Job, resv: list[list]) -> np.ndarray | None:
+        """A placement that may use reserved nodes: each reservation it touches must see it end
+        before the shadow time or have the spare GPUs it takes there (which it then uses up)."""
+        st = view.state
+        for t in self.types_order(view, job):
+            g = self.place(view, scr, job, gpu_type=t) if t is not None else self.place(view, scr, job)
+            if g is None:
+                continue
+            nodes = st.gpu_node[g]
+            end = view.now + self.estimate(job, t)
+            takes = []
+            for r in resv:
+                inside = int(np.count_nonzero(r[2][nodes]))
+                if inside and end > r[0]:
+                    takes.append((r, inside * job.milli / 1000))
+            if all(need <= r[1] + 1e-9 for r, need in takes):
+                for r, need in takes:
+                    r[1] -= need
+                return g
+        return None
 
     def _releases_in(self, view: View, mask: np.ndarray, t: str | None, started: list) -> tuple[np.ndarray, np.ndarray]:
         """(planned ends ascending, GPUs freed on `mask`'s nodes by then cumulatively)."""
