@@ -126,16 +126,36 @@ def _weight_grad_optimizer_bytes(spec: TransformerSpec, tp: int, pp: int, dp: in
                 count * g_b / (shards if zero_stage >= 2 else 1),
                 count * o_b / (shards if zero_stage >= 1 else 1))
 
+    if stage is None:
+        # The stage that needs the most (the first of equals): stages with the same parameters
+        # need the same, so each is worked out at its first stage only (a pipeline of 126 stages
+        # has three or four kinds).
+        stages = _distinct_stage_params(spec, tp, pp, ep, etp)
+    else:
+        i = range(pp)[stage]  # IndexError beyond the pipeline, as before; -1: the last stage
+        stages = ((i, _stage_params(spec, tp, pp, ep, etp)[i]),)
     rows = []
-    for i, (non_expert, expert) in enumerate(_stage_params(spec, tp, pp, ep, etp)):
+    for i, (non_expert, expert) in stages:
         a = per_kind(non_expert, dp * cp)
         e = per_kind(expert, tp * dp * cp // (ep * etp))
         w, g, o = a[0] + e[0], a[1] + e[1], a[2] + e[2]
         rows.append({"weights": w, "grads": g, "optimizer": o, "total": w + g + o,
                      "params": non_expert + expert, "stage": float(i)})
-    if stage is not None:
-        return rows[stage]
     return max(rows, key=lambda r: r["total"])
+
+
+@lru_cache(maxsize=4096)
+def _distinct_stage_params(spec: TransformerSpec, tp: int, pp: int, ep: int,
+                           etp: int) -> tuple[tuple[int, tuple[float, float]], ...]:
+    """(first stage, its _stage_params) of each different pair, in stage order; it does not depend
+    on dp, cp, ZeRO or precision, which a layout search varies most."""
+    seen: set[tuple[float, float]] = set()
+    out = []
+    for i, pair in enumerate(_stage_params(spec, tp, pp, ep, etp)):
+        if pair not in seen:
+            seen.add(pair)
+            out.append((i, pair))
+    return tuple(out)
 
 
 def _activation_terms(spec: TransformerSpec, moe_layer: bool, flash: bool, dropout: bool,
