@@ -300,8 +300,10 @@ def test_packed_equals_unpacked_without_useful_pairs(useless):
         cap = rng.integers(2, 7, K)
         a = run_packed_rounds(arrival, scale, steps, T, cap, kind, P, round_s=360.0)
         b = run_rounds(arrival, scale, steps, T, cap, MaxMinFairnessPerf(), round_s=360.0)
-        np.testing.assert_array_equal(a.end_s, b.end_s)
-        assert a.busy_gpu_s == b.busy_gpu_s and a.rounds == b.rounds and a.packed_gpu_s == 0
+        # equal to rounding: engine.py may reorder its float operations (speed work), not its rounds
+        np.testing.assert_allclose(a.end_s, b.end_s, rtol=1e-9)
+        assert a.busy_gpu_s == pytest.approx(b.busy_gpu_s, rel=1e-9) and a.rounds == b.rounds
+        assert a.packed_gpu_s == 0
 
 
 def test_assign_combos_priorities_and_exclusion():
