@@ -7,7 +7,6 @@ layout (no rich or markdown rendering at start), so that every command starts fa
 from __future__ import annotations
 
 import os
-import re
 import sys
 from difflib import get_close_matches
 from importlib import import_module
@@ -79,9 +78,6 @@ def load_command(name: str) -> Any:
     return command
 
 
-_INT_TEXT = re.compile(r"-?[0-9]+")
-
-
 class _PlainCoercion:
     """Coerces a str, int, float or bool option without pydantic, or hands the value to typer's own.
 
@@ -99,8 +95,10 @@ class _PlainCoercion:
         kind = type(value)
         if value is None or kind is self._annotation:
             return value
-        if self._annotation is int and kind is str and _INT_TEXT.fullmatch(value):
-            return int(value)
+        if self._annotation is int and kind is str:
+            digits = value[1:] if value[:1] == "-" else value
+            if digits.isascii() and digits.isdigit():  # -?[0-9]+: int() reads it as pydantic does
+                return int(value)
         from typer._coercion import build_runtime_param
 
         self._param._runtime_param = build_runtime_param(self._param.type_descriptor)

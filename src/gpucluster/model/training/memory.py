@@ -84,8 +84,12 @@ class MemoryTerms:
         mbs = lay.microbatches
         self.first = pipeline_inflight_microbatches(lay.pp, lay.interleave, 0, mbs)
         self.last_inflight = pipeline_inflight_microbatches(lay.pp, lay.interleave, lay.pp - 1, mbs)
-        self._act_key = ("activation", lay.micro_batch, lay.tp, lay.sequence_parallel, lay.cp, lay.flash_attention)
-        self._wgo_key = ("wgo", lay.tp, lay.pp, lay.dp, lay.ep, lay.precision, lay.cp, lay.expert_tp)
+        # recompute -> activation bytes per layer; ZeRO stage -> weight terms: shared by the layouts
+        # of the same micro batch, tp, sp, cp and attention (the same shape)
+        self._act: dict[str, float] = self._shared.setdefault(
+            ("activation", lay.micro_batch, lay.tp, lay.sequence_parallel, lay.cp, lay.flash_attention), {})
+        self._wgo: dict[int, dict[str, float]] = self._shared.setdefault(
+            ("wgo", lay.tp, lay.pp, lay.dp, lay.ep, lay.precision, lay.cp, lay.expert_tp), {})
 
     def memory(self, lay: Layout, hbm_bytes: float) -> Memory:
         """Memory of `lay`: the layout these terms were made for, but for its zero, recompute
@@ -96,14 +100,14 @@ class MemoryTerms:
                                                                                         float]:
         """Memory's fields but the capacity (weights, grads, optimizer, activations, buffers) for
         these options: the search sums them to see whether a layout fits before it makes one."""
-        spec, base, shared = self.spec, self.base, self._shared
-        wgo = shared.get((*self._wgo_key, zero))
+        spec, base = self.spec, self.base
+        wgo = self._wgo.get(zero)
         if wgo is None:
-            wgo = shared[(*self._wgo_key, zero)] = weight_grad_optimizer_bytes(
-                spec, base.tp, base.pp, base.dp, base.ep, zero, base.precision, cp=base.cp, etp=base.expert_tp)
-        per_layer = shared.get((*self._act_key, recompute))
+            wgo = self._wgo[zero] = weight_grad_optimizer_bytes(spec, base.tp, base.pp, base.dp, base.ep, zero,
+                                                               base.precision, cp=base.cp, etp=base.expert_tp)
+        per_layer = self._act.get(recompute)
         if per_layer is None:
-            per_layer = shared[(*self._act_key, recompute)] = activation_per_layer(spec, base, self.seq_len, recompute)
+            per_layer = self._act[recompute] = activation_per_layer(spec, base, self.seq_len, recompute)
         outside, counts, first = self.outside, self.counts, self.first
         act_first = first * (counts[0] * per_layer + outside["first"])
         act_last = self.last_inflight * counts[-1] * per_layer + outside["last"]

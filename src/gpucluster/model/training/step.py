@@ -149,11 +149,19 @@ def estimate(spec: TransformerSpec, lay: Layout, fab: TrainingFabric, *, seq_len
     counts = stage_layer_counts(spec.layers, lay.pp, lay.pp_embedding_layer, lay.pp_loss_layer)
     frac = {dense: n / spec.layers for dense, n in mix}
 
-    def avg(attr: str) -> float:
-        return sum(getattr(per_layer[d], attr) * frac[d] for d in per_layer)
+    if len(per_layer) == 1:
+        # One kind of layer (a dense model): the average below, the same sum (0 + t x 1.0), unrolled.
+        ((d, t),) = per_layer.items()
+        f = frac[d]
+        compute_f, bwd, core, tp_f, cp_f, ep_f = (0 + t.forward * f, 0 + t.backward * f, 0 + t.core * f,
+                                                  0 + t.tp * f, 0 + t.cp * f, 0 + t.ep * f)
+        cp_b, tp_b = 0 + t.cp_backward * f, 0 + t.tp_backward * f
+    else:
+        def avg(attr: str) -> float:
+            return sum(getattr(per_layer[d], attr) * frac[d] for d in per_layer)
 
-    compute_f, bwd, core, tp_f, cp_f, ep_f = (avg(a) for a in ("forward", "backward", "core", "tp", "cp", "ep"))
-    cp_b, tp_b = avg("cp_backward"), avg("tp_backward")
+        compute_f, bwd, core, tp_f, cp_f, ep_f = (avg(a) for a in ("forward", "backward", "core", "tp", "cp", "ep"))
+        cp_b, tp_b = avg("cp_backward"), avg("tp_backward")
     # The backward runs the same collectives again (their transposes).
     extra = {"none": 0.0, "selective": core, "full": compute_f}[lay.recompute]
     layer_compute = compute_f + bwd + extra
