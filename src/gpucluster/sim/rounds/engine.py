@@ -76,19 +76,27 @@ def run_rounds(arrival_s: np.ndarray, scale: np.ndarray, steps: np.ndarray, thro
     # a job no type can ever hold never runs (Gavel would wait forever): leave it out
     runnable = np.asarray(((T > 0) & (sc[:, None] <= cap[None, :])).any(axis=1))
     # GPU-seconds of a round where no job ends are whole GPUs x round_s: with an integral round_s
-    # they are exact sums in any order, so they are added per type, not per job
+    # they are exact sums in any order, so they are added per type. Otherwise (a job ends, or a
+    # fractional round_s) they are summed per job as numpy sums them, for the same last bit.
     exact = float(round_s).is_integer() and float(cap.sum()) * round_s < 2.0 ** 52
     active: list[int] = []
     nxt, t, since = 0, 0.0, 0.0
     busy, rounds, solves, switches = 0.0, 0, 0, 0
-    by_type = np.zeros(K)
-    # the active jobs' state lives in local arrays (index = position in A) between changes
+    by_type = [0.0] * K
+    # Between two allocations the active jobs' state lives in Python lists indexed by position
+    # in A (rem_l, svc_l, prev_l) and per pair (rec_l: time received since the allocation): a
+    # round touches a few of them, where numpy's per-call cost would dominate.
     A = np.zeros(0, dtype=np.int64)
     X = np.zeros((0, K))
-    remA, svcA, prevA = np.zeros(0), np.zeros(0), np.zeros(0, dtype=np.int64)
-    pairs = Pairs(X, sc[A])
-    recP = np.zeros(0)                       # time received per pair since the allocation
-    p_arr, p_rate = np.zeros(0), np.zeros(0)
+    scA = sc[A]
+    rem_l: list[float] = []
+    svc_l: list[float] = []
+    prev_l: list[int] = []
+    pairs = Pairs(X, scA)
+    rec_l: list[float] = []
+    p_arr = np.zeros(0)
+    rate_l: list[float] = []
+    last: list[int] = []                      # jobs that ran in the previous round
     integral, held_jobs = False, 0
     changed = False
     while (nxt < N or active) and t < max_s:
@@ -103,87 +111,110 @@ def run_rounds(arrival_s: np.ndarray, scale: np.ndarray, steps: np.ndarray, thro
                 t = max(t + round_s, math.ceil(arr[order[nxt]] / round_s) * round_s)
             continue
         if changed:
-            rem[A], service[A], prev[A] = remA, svcA, prevA
+            rem[A], service[A], prev[A] = rem_l, svc_l, prev_l
             A = np.array(active, dtype=np.int64)
             arrA, scA, TA = arr[A], sc[A], T[A]
-            remA, svcA, prevA = rem[A], service[A], prev[A]
+            rem_l, svc_l, prev_l = rem[A].tolist(), service[A].tolist(), prev[A].tolist()
+            last = [j for j, k in enumerate(prev_l) if k >= 0]
             # the policies see speeds relative to each job's fastest type and work in seconds there,
             # as the event simulator's jobs carry them: the same LP, whichever driver asks
             best = TA.max(axis=1)
-            X = allocator.allocate(Problem(A, TA / best[:, None], scA, cap, prices, t - arrA, remA / best))
+            X = allocator.allocate(Problem(A, TA / best[:, None], scA, cap, prices, t - arrA, rem[A] / best))
             solves += 1
             pairs = Pairs(X, scA)
-            recP = np.zeros(len(pairs))
-            p_arr, p_rate = arrA[pairs.job], TA[pairs.job, pairs.type]
+            rec_l = [0.0] * len(pairs)
+            p_arr = arrA[pairs.job]
+            rate_l = TA[pairs.job, pairs.type].tolist()
             since = 0.0
             changed = False
             # an integral X (FIFO, an underloaded cluster) may be a fixed point: see below
             integral = bool(np.all((X == 0) | (X >= 1 - 1e-9)))
             held_jobs = int(np.count_nonzero(X.sum(axis=1) > 0))
         if len(pairs):
-            win = pairs.winners(pairs.order(recP, since, svcA[pairs.job] / np.maximum(t - p_arr, 1.0)), cap_list)
-            win.sort()                       # job order, as the per-job arrays are
+            svc_p = np.array(svc_l)[pairs.job] / np.maximum(t - p_arr, 1.0)
+            win, left = pairs.winners(pairs.order(np.array(rec_l), since, svc_p), cap_list)
+            win.sort()                       # job order, as the original per-job arrays were
         else:
-            win = []
+            win, left = [], cap_list
         if check is not None:
             asg = np.full(len(A), -1, dtype=np.int64)
             asg[pairs.job[win]] = pairs.type[win]
             check(X, asg, scA, cap)
         rounds += 1
-        w = np.array(win, dtype=np.int64)
-        r, k, rate = pairs.job[w], pairs.type[w], p_rate[w]
-        rem_r = remA[r]
-        moved = (prevA[r] != k) & (svcA[r] > 0)
-        switches += int(np.count_nonzero(moved))
-        need = rem_r / rate
-        span = np.where(moved, round_s - switch_s, round_s) if switch_s > 0 else round_s
-        fin = need <= span + 1e-9
-        prevA[:] = -1
-        prevA[r] = k
+        jobs, types, need_l = pairs.jobs, pairs.types, pairs.need
+        ended: list[tuple[int, float]] = []   # (job, seconds it ran) of those that finish
+        for i in win:
+            j = jobs[i]
+            k = types[i]
+            over = 0.0
+            if prev_l[j] != k:
+                if svc_l[j] > 0:              # resumes or moves: pays switch_s (0 by default)
+                    switches += 1
+                    over = switch_s
+                prev_l[j] = k
+            r = rem_l[j]
+            rate = rate_l[i]
+            if r / rate <= round_s - over + 1e-9:
+                used = over + r / rate
+                rem_l[j] = 0.0
+                ended.append((j, used))
+            else:
+                used = round_s
+                rem_l[j] = r - rate * (round_s - over)
+            rec_l[i] += used
+            svc_l[j] += used
+        now = [jobs[i] for i in win]
+        if last:                              # those that ran last round and not this one: -1
+            ran = set(now)
+            for j in last:
+                if j not in ran:
+                    prev_l[j] = -1
+        last = now
         since += round_s
-        if fin.any() or not exact:
-            over = np.where(moved, switch_s, 0.0) if switch_s > 0 else 0.0
-            used = np.where(fin, over + need, round_s)
-            remA[r] = np.where(fin, 0.0, rem_r - rate * span)
-            held = scA[r] * used
-            busy += float(held.sum())
-            by_type += np.bincount(k, weights=held, minlength=K)
-            recP[w] += used
-            svcA[r] += used
-            if fin.any():
-                end[A[r[fin]]] = t + used[fin]
-                done = set(A[r[fin]].tolist())
-                active = [j for j in active if j not in done]
-                changed = True
-                t += round_s
-                continue
+        if ended or not exact:
+            # per job, in job order, as numpy sums them: the same bits as per-job arrays give
+            fin = dict(ended)
+            h = np.array([need_l[i] * fin.get(jobs[i], round_s) for i in win])
+            busy += float(h.sum())
+            per_type = np.bincount(np.array([types[i] for i in win], dtype=np.int64), weights=h, minlength=K)
+            for k in range(K):
+                by_type[k] += float(per_type[k])
         else:
-            remA[r] = rem_r - rate * span
-            gpus = [0] * K
-            for i in win:
-                gpus[pairs.types[i]] += pairs.need[i]
+            gpus = [c - lk for c, lk in zip(cap_list, left, strict=True)]
             busy += float(sum(gpus) * round_s)
-            by_type += np.array(gpus) * round_s
-            recP[w] += round_s
-            svcA[r] += round_s
+            for k in range(K):
+                by_type[k] += gpus[k] * round_s
+        if ended:
+            for j, used in ended:
+                end[A[j]] = t + used
+            done = {int(A[j]) for j, _ in ended}
+            active = [j for j in active if j not in done]
+            changed = True
+            t += round_s
+            continue
         t += round_s
         # a fixed point: integral X and every job holding an allocation runs there -> nothing
         # changes before the next arrival or completion: advance those rounds in one step
-        if not integral or len(win) == 0 or len(win) != held_jobs or np.any(pairs.x[w] < 1 - 1e-9):
+        if not integral or len(win) == 0 or len(win) != held_jobs or any(pairs.x_list[i] < 1 - 1e-9 for i in win):
             continue
-        n = int(np.min(np.floor(remA[r] / (rate * round_s) - 1e-9)))
+        n = min(math.floor(rem_l[jobs[i]] / (rate_l[i] * round_s) - 1e-9) for i in win)
         if nxt < N:
             n = min(n, math.ceil(arr[order[nxt]] / round_s - 1e-9) - round(t / round_s))
         if n >= 1:
             d = n * round_s
-            remA[r] -= rate * d
-            busy += float(scA[r].sum()) * d
-            by_type += np.bincount(k, weights=scA[r] * d, minlength=K)
-            recP[w] += d
-            svcA[r] += d
+            per_k = [0.0] * K
+            for i in win:                     # job order, as np.bincount adds its weights
+                j = jobs[i]
+                rem_l[j] -= rate_l[i] * d
+                per_k[types[i]] += need_l[i] * d
+                rec_l[i] += d
+                svc_l[j] += d
+            busy += float(sum(need_l[i] for i in win)) * d
+            for k in range(K):
+                by_type[k] += per_k[k]
             since += d
             t += d
             rounds += n
     ends = end[~np.isnan(end)]
     makespan = float(ends.max()) if len(ends) else 0.0
-    return RoundResult(end, arr, sc, busy, makespan, int(cap.sum()), rounds, solves, switches, by_type)
+    return RoundResult(end, arr, sc, busy, makespan, int(cap.sum()), rounds, solves, switches, np.array(by_type))

@@ -43,8 +43,10 @@ class Pairs:
         self.x_big = self.x * BIG
         self.neg_x_big = -self.x_big
         self.jobs: list[int] = self.job.tolist()
+        self.x_list: list[float] = self.x.tolist()
         self.types: list[int] = self.type.tolist()
         self.need: list[int] = scale[self.job].tolist()
+        self.table = list(zip(self.jobs, self.types, self.need, strict=True))
         self.m = m
         self.smallest = int(scale.min()) if m else 0
 
@@ -64,24 +66,25 @@ class Pairs:
         # lexsort is stable: equal (priority, service) keep pair order, which is by job
         return np.lexsort((service, key)).tolist()
 
-    def winners(self, order: list[int], capacity: list[int]) -> list[int]:
-        """The pairs that run, in `order`: each job's first pair whose type still holds its gang."""
+    def winners(self, order: list[int], capacity: list[int]) -> tuple[list[int], list[int]]:
+        """The pairs that run, in `order` (each job's first pair whose type still holds its gang),
+        and the GPUs of each type left."""
         left = list(capacity)
         done = [False] * self.m
-        jobs, types, need, smallest = self.jobs, self.types, self.need, self.smallest
-        out = []
+        table, smallest = self.table, self.smallest
+        out: list[int] = []
+        todo = self.m
         for i in order:
-            j = jobs[i]
-            k = types[i]
-            n = need[i]
-            if done[j] or n > left[k]:
+            j, k, n = table[i]
+            if n > left[k] or done[j]:
                 continue
             done[j] = True
             left[k] -= n
             out.append(i)
-            if left[k] < smallest and max(left) < smallest:
+            todo -= 1
+            if todo == 0 or (left[k] < smallest and max(left) < smallest):
                 break
-        return out
+        return out, left
 
 
 def assign(X: np.ndarray, received_s: np.ndarray, since_reset_s: float, scale: np.ndarray,
@@ -94,6 +97,6 @@ def assign(X: np.ndarray, received_s: np.ndarray, since_reset_s: float, scale: n
     got = np.full(p.m, -1, dtype=np.int64)
     if len(p) == 0:
         return got
-    win = p.winners(p.order(received_s.ravel()[p.pos], since_reset_s, service[p.job]), capacity.tolist())
+    win, _ = p.winners(p.order(received_s.ravel()[p.pos], since_reset_s, service[p.job]), capacity.tolist())
     got[p.job[win]] = p.type[win]
     return got
