@@ -310,7 +310,13 @@ def import_(out: Annotated[str, typer.Option("--out", "-o", help="Trace file to 
     part_text: str | None = None
     part_source = partitions_from
     if scenario and partitions_from == "live":
-        part_text, part_source = _client(timeout)._run(["scontrol", "show", "partition", "-o"]).stdout, "scontrol"
+        try:
+            part_text = _client(timeout)._run(["scontrol", "show", "partition", "-o"]).stdout
+        except UserError as exc:   # the history alone can still be replayed: say how
+            raise UserError(f"{exc.reason}; to replay without the partitions' node sets and "
+                            "tiers, give --partitions none (or a saved `scontrol show partition -o`)",
+                            field="--partitions") from None
+        part_source = "scontrol show partition -o"
     elif scenario and partitions_from != "none":
         try:
             part_text = Path(partitions_from).read_text(errors="replace")
