@@ -7,6 +7,10 @@ the same formulas as step_time._stage, term by term and in the same order, on ar
 last bits can differ (numpy's hypot, power and the collective model's array path against their
 scalar counterparts); tests/model/serving/test_serving_step_table.py holds the two equal to
 1e-12 on a grid of replica shapes, batches and prompt lengths.
+
+`StepModel` (the queueing model's GPU replica) keeps these tables in blocks of batch sizes per
+replica shape, context and prompt length; a block is computed the first time a batch in it is
+asked for, and kept for later searches over the same replica.
 """
 
 from __future__ import annotations
