@@ -5,9 +5,11 @@ Units are in the field names (`_tflops` = 1e12 FLOP/s dense, `_gbps` = GB/s =
 = 2**30 bytes, `_w` = watts, `_usd` = US dollars, `_us` = microseconds).
 Every number is a `Sourced` value that names its source; a source says whether
 the number is from a datasheet, a measurement, a fit or a price list.
-"""
 
-from __future__ import annotations
+No `from __future__ import annotations`: every command defines these classes at start-up, and
+pydantic would compile and evaluate each field's annotation from its text (classes here only
+refer to classes above them).
+"""
 
 from datetime import date
 from typing import Literal
