@@ -14,9 +14,10 @@ order, so a loaded spec has every field set and dumps to a file that loads back
 to an equal spec. Presets live in catalog/data/models.yaml, each citing its
 source; `load_model_spec` takes a preset name (case-insensitive, aliases) or a
 YAML file path.
-"""
 
-from __future__ import annotations
+No `from __future__ import annotations`: every command defines these models at start-up, and
+pydantic would compile and evaluate each field's annotation from its text.
+"""
 
 import os
 from functools import lru_cache
@@ -213,7 +214,7 @@ class TransformerSpec(BaseModel):
         """Width of one value head."""
         return int(self.v_head_dim if self.attention == "mla" else self.head_dim)  # type: ignore[arg-type]
 
-    def with_(self, **changes: Any) -> TransformerSpec:
+    def with_(self, **changes: Any) -> "TransformerSpec":
         """A validated copy with some fields changed (e.g. `spec.with_(seq_len=8192)`). Defaults
         derived from other fields (kv_heads, ffn_hidden, head_dim ...) keep their current values."""
         return TransformerSpec.model_validate({**self.model_dump(), **changes})
