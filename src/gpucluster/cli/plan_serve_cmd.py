@@ -1,6 +1,7 @@
-"""`gpucluster plan serve`: replicas, GPUs, latency and cost to serve a model at a request rate."""
+"""`gpucluster plan serve`: replicas, GPUs, latency and cost to serve a model at a request rate.
 
-from __future__ import annotations
+No `from __future__ import annotations` here: typer reads the options from the signature, and
+string annotations would be compiled and evaluated twice at every start."""
 
 from typing import Annotated, Optional
 
