@@ -11,8 +11,12 @@ from gpucluster.cli.app import _PlainCoercion, load_command
 typer_coercion = pytest.importorskip("typer._coercion", reason="a typer without per-option runtime coercion")
 
 
+def _train() -> Any:
+    return load_command("plan").get_command(None, "train")
+
+
 def _train_params() -> dict[str, Any]:
-    return {p.name: p for p in load_command("plan").commands["train"].params}
+    return {p.name: p for p in _train().params}
 
 
 def test_plan_trains_plain_options_skip_typers_adapters() -> None:
@@ -35,7 +39,7 @@ def test_same_values_and_errors_as_typers_own(name: str, values: list[Any]) -> N
         pytest.skip("this typer keeps its own coercion")
     from typer._click import Context
 
-    ctx = Context(load_command("plan").commands["train"])
+    ctx = Context(_train())
     own = typer_coercion.build_runtime_param(param.type_descriptor)
 
     def outcome(runtime: Any, value: Any) -> tuple[str, Any]:

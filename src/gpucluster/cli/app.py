@@ -66,7 +66,11 @@ COMMANDS: dict[str, tuple[str, str, bool, str]] = {
 def load_command(name: str) -> Any:
     """The click command (or group) of one subcommand, built by typer from its module."""
     module, attr, group, _ = COMMANDS[name]
-    obj = getattr(import_module(module), attr)
+    return build_command(name, getattr(import_module(module), attr), group)
+
+
+def build_command(name: str, obj: Any, group: bool = False) -> Any:
+    """The click command typer builds from a function (or the group from a typer.Typer)."""
     one = typer.Typer(rich_markup_mode=None)
     if group:
         one.add_typer(obj, name=name)
