@@ -69,6 +69,7 @@ def _linprog():
 
 _HIGHS: list = []   # [core module, options] once loaded; [None] when unavailable
 _LOCAL = threading.local()
+LP_MEMO_SIZE = 4096   # LP solutions an allocator remembers (see max_min)
 
 
 def highs_core():
@@ -182,8 +183,10 @@ def _base_lp(u: int, K: int, scale: np.ndarray, counts: np.ndarray, capacity: np
     return A, b, bounds
 
 
-def max_min(c: np.ndarray, scale: np.ndarray, capacity: np.ndarray, ok: np.ndarray) -> np.ndarray:
-    """max t s.t. sum_k c[j,k] x[j,k] >= t for every job with a feasible type, + a tie-breaker."""
+def max_min(c: np.ndarray, scale: np.ndarray, capacity: np.ndarray, ok: np.ndarray,
+            memo: dict[tuple, np.ndarray] | None = None) -> np.ndarray:
+    """max t s.t. sum_k c[j,k] x[j,k] >= t for every job with a feasible type, + a tie-breaker.
+    `memo` (the caller's, e.g. one per run) remembers the solutions of LPs already solved."""
     m, K = c.shape
     X = np.zeros((m, K))
     live = ok.any(axis=1)
@@ -192,9 +195,18 @@ def max_min(c: np.ndarray, scale: np.ndarray, capacity: np.ndarray, ok: np.ndarr
     rep, inv, counts = _classes(c[live], scale[live], ok[live])
     cu, su, oku = c[live][rep], scale[live][rep], ok[live][rep]
     u = len(rep)
-    x = solve_csc(*_max_min_lp(cu, su, counts, capacity, oku))
+    # the same classes, counts and GPUs recur (a job leaves, one of its class arrives): the LP is
+    # then the same, bit for bit, and so is HiGHS's answer; remembered rather than solved again
+    key = (u, K, TIE_WEIGHT, cu.tobytes(), su.tobytes(), counts.tobytes(), np.asarray(capacity).tobytes(), oku.tobytes())
+    x = memo.get(key) if memo is not None else None
     if x is None:
-        raise RuntimeError("max-min LP not solved to optimality")   # a bug: the LP is always feasible (X = 0)
+        x = solve_csc(*_max_min_lp(cu, su, counts, capacity, oku))
+        if x is None:
+            raise RuntimeError("max-min LP not solved to optimality")   # a bug: the LP is always feasible (X = 0)
+        if memo is not None:
+            if len(memo) >= LP_MEMO_SIZE:
+                memo.clear()
+            memo[key] = x
     X[live] = x[:-1].reshape(u, K)[inv]
     return _clean(X)
 
@@ -250,6 +262,7 @@ class Allocator:
     def __init__(self, options: dict | None = None, seed: int = 0) -> None:
         self.options = dict(options or {})
         self.seed = seed
+        self.memo: dict[tuple, np.ndarray] = {}   # LP inputs -> solution, this allocator's (max_min)
 
     def rates(self, p: Problem) -> np.ndarray:
         """Throughputs the policy believes in: all 1 where feasible when agnostic."""
@@ -269,7 +282,7 @@ class MaxMinFairnessPerf(Allocator):
         ok = T > 0
         eq = equal_share_throughput(T, p.capacity)
         c = np.where(ok, p.scale[:, None] * T / np.maximum(eq, 1e-300)[:, None], 0.0)
-        return max_min(c, p.scale, p.capacity, ok)
+        return max_min(c, p.scale, p.capacity, ok, self.memo)
 
 
 @allocators.register("max_min_fairness", "las")
