@@ -299,7 +299,8 @@ class StepModel:
 
 
 # Batch sizes per table block: a decode block holds the default max_batch (512) whole, a prefill
-# block the prompts an 8,192-token iteration admits at 128 tokens each.
+# block the prompts an 8,192-token iteration admits at 128 tokens each. The caches below hold at
+# most about 30 MB of tables (1,024 decode blocks of 512 floats, the rest smaller).
 DECODE_BLOCK = 512
 PREFILL_BLOCK = 64
 
@@ -316,7 +317,7 @@ def _prefill_block(rep: Replica, tokens: int, block: int) -> tuple[float, ...]:
     return tuple(prefill_totals(rep, np.arange(first, first + PREFILL_BLOCK), tokens).tolist())
 
 
-@lru_cache(maxsize=256)
+@lru_cache(maxsize=64)
 def _prefill_blocks(rep: Replica, tokens: tuple[int, ...]) -> list[tuple[float, ...]]:
     """The first prefill block of each of these prompt lengths, in one array evaluation."""
     ks = np.arange(1, PREFILL_BLOCK + 1)[None, :]
