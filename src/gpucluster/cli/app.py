@@ -141,16 +141,45 @@ def _plain_param(param: Any) -> None:
     param._runtime_param = _PlainCoercion(param, desc.annotation)
 
 
-class _LazyGroup(TyperGroup):
-    """The root group: lists COMMANDS without importing them; imports one when it runs."""
+class LazyGroup(TyperGroup):
+    """A group that lists its commands by name and builds one only when it runs (or help lists
+    them): `names()` and `build(name)` say which there are and how one is made."""
+
+    def names(self) -> list[str]:
+        raise NotImplementedError
+
+    def build(self, name: str) -> Any:
+        raise NotImplementedError
 
     def list_commands(self, ctx: Any) -> list[str]:
-        return list(COMMANDS)
+        return self.names()
 
     def get_command(self, ctx: Any, cmd_name: str) -> Any:
-        if cmd_name not in self.commands and cmd_name in COMMANDS:
-            self.commands[cmd_name] = load_command(cmd_name)
+        if cmd_name not in self.commands and cmd_name in self.names():
+            self.commands[cmd_name] = self.build(cmd_name)
         return self.commands.get(cmd_name)
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        try:
+            return super().resolve_command(ctx, args)
+        except Exception as exc:
+            # typer suggests from the commands built so far; these are built on first use.
+            message = getattr(exc, "message", None)
+            if isinstance(message, str) and args and "Did you mean" not in message:
+                matches = get_close_matches(args[0], self.names())
+                if matches:
+                    exc.message = f"{message.rstrip('.')}. Did you mean {', '.join(map(repr, matches))}?"  # type: ignore[attr-defined]
+            raise
+
+
+class _LazyGroup(LazyGroup):
+    """The root group: lists COMMANDS without importing them; imports one when it runs."""
+
+    def names(self) -> list[str]:
+        return list(COMMANDS)
+
+    def build(self, name: str) -> Any:
+        return load_command(name)
 
     def format_commands(self, ctx: Any, formatter: Any) -> None:
         with formatter.section("Commands"):
@@ -159,17 +188,6 @@ class _LazyGroup(TyperGroup):
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         _plain_coercion(self)
         return super().parse_args(ctx, args)
-
-    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
-        try:
-            return super().resolve_command(ctx, args)
-        except Exception as exc:
-            message = getattr(exc, "message", None)
-            if isinstance(message, str) and args and "Did you mean" not in message:
-                matches = get_close_matches(args[0], list(COMMANDS))
-                if matches:
-                    exc.message = f"{message.rstrip('.')}. Did you mean {', '.join(map(repr, matches))}?"  # type: ignore[attr-defined]
-            raise
 
 
 app = typer.Typer(
