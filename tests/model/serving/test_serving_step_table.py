@@ -104,3 +104,21 @@ def test_max_rate_point_is_the_full_analysis_at_that_rate(rep8b):
         assert point is not None and r > 0
         again = analyze(step, Traffic(r, t.input, t.output), 256)
         assert (point.ttft_p99, point.tpot_p99, point.iteration_s) == (again.ttft_p99, again.tpot_p99, again.iteration_s)
+
+
+def test_bisection_reads_the_tables_as_decode_and_prefill_do(rep8b):
+    """The bisection's inlined iteration time is decode(n) + prefill(k), also beyond the first
+    table blocks (batches over 512, prompts per iteration over 64) and for prefill-only traffic."""
+    from gpucluster.model.serving.queueing import _iteration_time
+
+    step = StepModel(rep8b)
+    for D, S, top_n, kmax in ((255.0, 512.0, 512.0, 16.0), (63.0, 32.0, 2048.0, 256.0), (0.0, 256.0, 256.0, 32.0)):
+        ctx = S + 1 + D / 2
+        dec, pre = step.decoder(ctx), step.prefiller(S)
+        for lam in (0.5, 40.0, 3000.0):
+            f = _iteration_time(step.first_blocks(ctx, S), dec, pre, lam, D, top_n, kmax)
+            for T in (1e-12, 1e-4, 3e-3, 0.02, 0.1, 0.7, 5.0):
+                n = min(lam * D * T, top_n) if D else 0.0
+                k = lam * T
+                want = step.decode(n, ctx) + step.prefill(min(max(k, 1.0) if D == 0 else k, kmax), S)
+                assert f(T) == want, (D, S, lam, T)
