@@ -84,16 +84,19 @@ def run_rounds(arrival_s: np.ndarray, scale: np.ndarray, steps: np.ndarray, thro
     busy, rounds, solves, switches = 0.0, 0, 0, 0
     by_type = [0.0] * K
     # Between two allocations the active jobs' state lives in Python lists indexed by position
-    # in A (rem_l, svc_l, prev_l) and per pair (rec_l: time received since the allocation): a
-    # round touches a few of them, where numpy's per-call cost would dominate.
+    # in A (rem_l, prev_l, ran_l: has run since it arrived), which a round reads and writes for a
+    # few winners, where numpy's per-call cost would dominate; and in numpy arrays what the
+    # priority sort reads whole: svc_a (service per job), rec_p (time received per pair since
+    # the allocation).
     A = np.zeros(0, dtype=np.int64)
     X = np.zeros((0, K))
     scA = sc[A]
     rem_l: list[float] = []
-    svc_l: list[float] = []
     prev_l: list[int] = []
+    ran_l: list[bool] = []
+    svc_a = np.zeros(0)
     pairs = Pairs(X, scA)
-    rec_l: list[float] = []
+    rec_p = np.zeros(0)
     p_arr = np.zeros(0)
     rate_l: list[float] = []
     last: list[int] = []                      # jobs that ran in the previous round
@@ -111,10 +114,12 @@ def run_rounds(arrival_s: np.ndarray, scale: np.ndarray, steps: np.ndarray, thro
                 t = max(t + round_s, math.ceil(arr[order[nxt]] / round_s) * round_s)
             continue
         if changed:
-            rem[A], service[A], prev[A] = rem_l, svc_l, prev_l
+            rem[A], service[A], prev[A] = rem_l, svc_a, prev_l
             A = np.array(active, dtype=np.int64)
             arrA, scA, TA = arr[A], sc[A], T[A]
-            rem_l, svc_l, prev_l = rem[A].tolist(), service[A].tolist(), prev[A].tolist()
+            rem_l, prev_l = rem[A].tolist(), prev[A].tolist()
+            svc_a = service[A]
+            ran_l = (svc_a > 0).tolist()
             last = [j for j, k in enumerate(prev_l) if k >= 0]
             # the policies see speeds relative to each job's fastest type and work in seconds there,
             # as the event simulator's jobs carry them: the same LP, whichever driver asks
@@ -122,7 +127,7 @@ def run_rounds(arrival_s: np.ndarray, scale: np.ndarray, steps: np.ndarray, thro
             X = allocator.allocate(Problem(A, TA / best[:, None], scA, cap, prices, t - arrA, rem[A] / best))
             solves += 1
             pairs = Pairs(X, scA)
-            rec_l = [0.0] * len(pairs)
+            rec_p = np.zeros(len(pairs))
             p_arr = arrA[pairs.job]
             rate_l = TA[pairs.job, pairs.type].tolist()
             since = 0.0
@@ -131,8 +136,8 @@ def run_rounds(arrival_s: np.ndarray, scale: np.ndarray, steps: np.ndarray, thro
             integral = bool(np.all((X == 0) | (X >= 1 - 1e-9)))
             held_jobs = int(np.count_nonzero(X.sum(axis=1) > 0))
         if len(pairs):
-            svc_p = np.array(svc_l)[pairs.job] / np.maximum(t - p_arr, 1.0)
-            win, left = pairs.winners(pairs.order(np.array(rec_l), since, svc_p), cap_list)
+            svc_p = svc_a[pairs.job] / np.maximum(t - p_arr, 1.0)
+            win, left = pairs.winners(pairs.order(rec_p, since, svc_p), cap_list)
             win.sort()                       # job order, as the original per-job arrays were
         else:
             win, left = [], cap_list
@@ -148,9 +153,11 @@ def run_rounds(arrival_s: np.ndarray, scale: np.ndarray, steps: np.ndarray, thro
             k = types[i]
             over = 0.0
             if prev_l[j] != k:
-                if svc_l[j] > 0:              # resumes or moves: pays switch_s (0 by default)
+                if ran_l[j]:                  # resumes or moves: pays switch_s (0 by default)
                     switches += 1
                     over = switch_s
+                else:
+                    ran_l[j] = True
                 prev_l[j] = k
             r = rem_l[j]
             rate = rate_l[i]
@@ -161,9 +168,9 @@ def run_rounds(arrival_s: np.ndarray, scale: np.ndarray, steps: np.ndarray, thro
             else:
                 used = round_s
                 rem_l[j] = r - rate * (round_s - over)
-            rec_l[i] += used
-            svc_l[j] += used
         now = [jobs[i] for i in win]
+        w = np.array(win, dtype=np.intp)
+        r_a = np.array(now, dtype=np.intp)
         if last:                              # those that ran last round and not this one: -1
             ran = set(now)
             for j in last:
@@ -174,12 +181,17 @@ def run_rounds(arrival_s: np.ndarray, scale: np.ndarray, steps: np.ndarray, thro
         if ended or not exact:
             # per job, in job order, as numpy sums them: the same bits as per-job arrays give
             fin = dict(ended)
-            h = np.array([need_l[i] * fin.get(jobs[i], round_s) for i in win])
+            used_a = np.array([fin.get(j, round_s) for j in now])
+            rec_p[w] += used_a
+            svc_a[r_a] += used_a
+            h = np.array([need_l[i] for i in win]) * used_a
             busy += float(h.sum())
             per_type = np.bincount(np.array([types[i] for i in win], dtype=np.int64), weights=h, minlength=K)
             for k in range(K):
                 by_type[k] += float(per_type[k])
         else:
+            rec_p[w] += round_s
+            svc_a[r_a] += round_s
             gpus = [c - lk for c, lk in zip(cap_list, left, strict=True)]
             busy += float(sum(gpus) * round_s)
             for k in range(K):
@@ -207,8 +219,8 @@ def run_rounds(arrival_s: np.ndarray, scale: np.ndarray, steps: np.ndarray, thro
                 j = jobs[i]
                 rem_l[j] -= rate_l[i] * d
                 per_k[types[i]] += need_l[i] * d
-                rec_l[i] += d
-                svc_l[j] += d
+            rec_p[w] += d
+            svc_a[r_a] += d
             busy += float(sum(need_l[i] for i in win)) * d
             for k in range(K):
                 by_type[k] += per_k[k]
