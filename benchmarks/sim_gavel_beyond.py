@@ -184,8 +184,8 @@ class GangWatch:
 
 def run_gangs(args) -> list[dict[str, Any]]:
     base = load_scenario(GANGS_YAML)
-    runs = [("max_min_fairness_perf", {"round_s": 360, "placement": "pack"}),
-            ("max_min_fairness_perf", {"round_s": 360, "placement": "topology"}),
+    runs = [("max_min_fairness_perf", {"round_s": args.round_s, "placement": "pack"}),
+            ("max_min_fairness_perf", {"round_s": args.round_s, "placement": "topology"}),
             ("backfill", {}), ("topo", {})]
     rows = []
     for mode in [m for m in args.modes.split(",") if m]:
@@ -206,6 +206,7 @@ def run_gangs(args) -> list[dict[str, Any]]:
             cls = s["classes"]
             rows.append({
                 "experiment": "gangs", "mode": mode, "policy": policy, "placement": opts.get("placement", "-"),
+                "round_s": opts.get("round_s"),
                 "trace_jobs": sum(j.cls == "philly" for j in sim.by_id.values()), "gangs": len(gangs),
                 "gangs_completed": sum(j.state == COMPLETED for j in gangs),
                 "gang_starts": watch.starts,
@@ -290,12 +291,24 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--intervals", default="none,30,120,young", help="checkpoint minutes, none, young")
     ap.add_argument("--full-matrix", action="store_true", help="every interval at every rate")
     ap.add_argument("--modes", default="reserved,shared", help="gangs: H100 reserved for gangs, or shared")
+    ap.add_argument("--round-s", type=float, default=360.0, help="gangs: round length of the round-based runs "
+                                                                   "(Gavel's 360 s)")
     ap.add_argument("--models", default="llama3-8b,llama3-70b", help="gangs: models for the planner's spread table")
     ap.add_argument("--json", action="store_true", help="one JSON object per run instead of tables")
     args = ap.parse_args(argv)
     if args.jobs is not None and args.jobs < 1:
         print("--jobs must be >= 1", file=sys.stderr)
         return 2
+    from gpucluster.errors import UserError
+    try:
+        run(args)
+    except UserError as exc:    # a bad --models or --policies name: one line, exit 2
+        print(exc, file=sys.stderr)
+        return 2
+    return 0
+
+
+def run(args) -> None:
     if args.experiment in ("failures", "all"):
         rows = run_failures(args)
         if not args.json:
@@ -305,16 +318,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.experiment in ("gangs", "all"):
         rows = run_gangs(args)
         if not args.json:
-            table(rows, ["mode", "policy", "placement", "gang_starts", "in_fewest_nvlink_domains",
+            table(rows, ["mode", "policy", "placement", "round_s", "gang_starts", "in_fewest_nvlink_domains",
                          "in_fewest_leaves", "spread_cost_gpu_h", "spread_cost_share", "gang_mean_jct_h",
                          "trace_mean_jct_h", "makespan_h", "gang_moves", "cpu_s"])
-        rows = planner_spread(args.models.split(","))
+        rows = planner_spread([m for m in args.models.split(",") if m])
         for r in rows:
             _progress(r, args)
         if not args.json:
             table(rows, ["model", "gpus", "step_s_domain_8", "slowdown_domain_4", "slowdown_domain_2",
                          "slowdown_domain_1"])
-    return 0
 
 
 if __name__ == "__main__":
