@@ -69,6 +69,7 @@ def _linprog():
 
 _HIGHS: list = []   # [core module, options] once loaded; [None] when unavailable
 _LOCAL = threading.local()
+_COLWISE, _MINIMIZE = 1, 1   # HiGHS's MatrixFormat.kColwise, ObjSense.kMinimize (checked at load)
 LP_MEMO_SIZE = 4096   # LP solutions an allocator remembers (see max_min)
 
 
@@ -86,11 +87,22 @@ def highs_core():
             o.log_to_console = False
             o.output_flag = False
             o.simplex_strategy = int(h.simplex_constants.SimplexStrategy.kSimplexStrategyDual)
-            _ = (h._Highs, h.HighsLp, h.MatrixFormat.kColwise, h.HighsModelStatus.kOptimal, h.kHighsInf)
+            _ = (h._Highs, h.HighsModelStatus.kOptimal)
+            if int(h.MatrixFormat.kColwise) != _COLWISE or int(h.ObjSense.kMinimize) != _MINIMIZE:
+                raise ValueError("HiGHS enums changed")
             _HIGHS[:] = [h, o]
+            # min -x s.t. x <= 2, 0 <= x <= 5 through the calls solve_csc makes: x = 2
+            if _solve_tiny() != 2.0:
+                raise ValueError("HiGHS bindings changed")
         except Exception:   # noqa: BLE001 - any change in the private API: use linprog
             _HIGHS[:] = [None, None]
     return _HIGHS[0]
+
+
+def _solve_tiny() -> float:
+    x = solve_csc(np.array([-1.0]), np.array([0, 1], dtype=np.int32), np.array([0], dtype=np.int32), np.array([1.0]),
+                  np.zeros(1), np.array([5.0]), np.array([2.0]))
+    return float(x[0]) if x is not None else float("nan")
 
 
 def _solver(h):
@@ -116,22 +128,11 @@ def solve_csc(cost: np.ndarray, start: np.ndarray, index: np.ndarray, value: np.
         res = _linprog()(cost, A_ub=A, b_ub=row_upper, bounds=np.column_stack([lower, upper]), method="highs",
                          options=LP_OPTIONS)
         return res.x if res.status == 0 else None
-    lp = h.HighsLp()
-    lp.num_col_ = n
-    lp.num_row_ = m
-    lp.a_matrix_.num_col_ = n
-    lp.a_matrix_.num_row_ = m
-    lp.a_matrix_.format_ = h.MatrixFormat.kColwise
-    lp.col_cost_ = cost
-    lp.col_lower_ = lower
-    lp.col_upper_ = upper
-    lp.row_lower_ = np.full(m, -np.inf)
-    lp.row_upper_ = row_upper
-    lp.a_matrix_.start_ = start
-    lp.a_matrix_.index_ = index
-    lp.a_matrix_.value_ = value
     highs = _solver(h)
-    highs.passModel(lp)
+    # the arrays overload of passModel (one call, where a HighsLp takes a dozen attribute copies);
+    # all-continuous integrality: an LP, as HighsLp gives (same solutions, a test)
+    highs.passModel(n, m, len(value), _COLWISE, _MINIMIZE, 0.0, cost, lower, upper, np.full(m, -np.inf), row_upper,
+                    start, index, value, np.zeros(n, dtype=np.int32))
     highs.run()
     if highs.getModelStatus() != h.HighsModelStatus.kOptimal:
         return None
