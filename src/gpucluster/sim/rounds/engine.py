@@ -99,6 +99,8 @@ def run_rounds(arrival_s: np.ndarray, scale: np.ndarray, steps: np.ndarray, thro
     rec_p = np.zeros(0)
     p_arr = np.zeros(0)
     rate_l: list[float] = []
+    p_tab: list[tuple[int, int, float, float]] = []   # per pair: job, type, rate, steps in a whole round
+    limit = round_s + 1e-9                    # a job whose remaining time is within this ends this round
     last: list[int] = []                      # jobs that ran in the previous round
     integral, held_jobs = False, 0
     changed = False
@@ -130,6 +132,7 @@ def run_rounds(arrival_s: np.ndarray, scale: np.ndarray, steps: np.ndarray, thro
             rec_p = np.zeros(len(pairs))
             p_arr = arrA[pairs.job]
             rate_l = TA[pairs.job, pairs.type].tolist()
+            p_tab = [(j, k, rate, rate * round_s) for j, k, rate in zip(pairs.jobs, pairs.types, rate_l, strict=True)]
             since = 0.0
             changed = False
             # an integral X (FIFO, an underloaded cluster) may be a fixed point: see below
@@ -149,25 +152,28 @@ def run_rounds(arrival_s: np.ndarray, scale: np.ndarray, steps: np.ndarray, thro
         jobs, types, need_l = pairs.jobs, pairs.types, pairs.need
         ended: list[tuple[int, float]] = []   # (job, seconds it ran) of those that finish
         for i in win:
-            j = jobs[i]
-            k = types[i]
-            over = 0.0
-            if prev_l[j] != k:
-                if ran_l[j]:                  # resumes or moves: pays switch_s (0 by default)
-                    switches += 1
-                    over = switch_s
-                else:
-                    ran_l[j] = True
-                prev_l[j] = k
+            j, k, rate, step = p_tab[i]
             r = rem_l[j]
-            rate = rate_l[i]
-            if r / rate <= round_s - over + 1e-9:
-                used = over + r / rate
+            if prev_l[j] != k:
+                prev_l[j] = k
+                if not ran_l[j]:
+                    ran_l[j] = True
+                elif switch_s > 0:            # resumes or moves: loses switch_s of the round
+                    switches += 1
+                    if r / rate <= round_s - switch_s + 1e-9:
+                        rem_l[j] = 0.0
+                        ended.append((j, switch_s + r / rate))
+                    else:
+                        rem_l[j] = r - rate * (round_s - switch_s)
+                    continue
+                else:
+                    switches += 1
+            # as with a loss of 0.0: round_s - 0.0 + 1e-9, 0.0 + r / rate, rate * (round_s - 0.0)
+            if r / rate <= limit:
                 rem_l[j] = 0.0
-                ended.append((j, used))
+                ended.append((j, r / rate))
             else:
-                used = round_s
-                rem_l[j] = r - rate * (round_s - over)
+                rem_l[j] = r - step
         now = [jobs[i] for i in win]
         w = np.array(win, dtype=np.intp)
         r_a = np.array(now, dtype=np.intp)
