@@ -40,8 +40,8 @@ class Pairs:
         self.job = self.pos // K
         self.type = self.pos % K
         self.x = flat[self.pos]
-        self.x_big = self.x * BIG
-        self.neg_x_big = -self.x_big
+        self.neg_x_big = -(self.x * BIG)
+        self.neg_x = -self.x
         self.jobs: list[int] = self.job.tolist()
         self.x_list: list[float] = self.x.tolist()
         self.types: list[int] = self.type.tolist()
@@ -60,9 +60,8 @@ class Pairs:
             key = self.neg_x_big
         else:
             frac = received_s / since_reset_s
-            pri = self.x_big.copy()
-            np.divide(self.x, frac, out=pri, where=frac > 0)
-            key = -pri
+            key = self.neg_x_big.copy()       # -(x / frac) is (-x) / frac, bit for bit
+            np.divide(self.neg_x, frac, out=key, where=frac > 0)
         # lexsort is stable: equal (priority, service) keep pair order, which is by job
         return np.lexsort((service, key)).tolist()
 
