@@ -154,6 +154,18 @@ LogFile={r}/log/slurmdbd.log
         return subprocess.run(["timeout", str(int(timeout)), *argv], env=self.env, capture_output=True, text=True,
                               check=check, timeout=timeout + 5, cwd=self.root)  # job output lands here
 
+    def wait_accounted(self, jobs: int, timeout: float = 240) -> None:
+        """Until the queue is empty and accounting holds `jobs` jobs, none pending or running (a
+        TIMEOUT job needs its limit and Slurm's next check; the records reach slurmdbd later)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            q = self.run(["squeue", "-h"], check=False).stdout.strip()
+            hist = self.run(["sacct", "-a", "-X", "-P", "-n", "-o", "JobID,State"], check=False).stdout
+            done = [s.split("|")[1] for s in hist.splitlines()]
+            if not q and len(done) >= jobs and all(s not in ("PENDING", "RUNNING") for s in done):
+                return
+            time.sleep(2)
+
     def start(self) -> SlurmCluster:
         self._write_conf()
         if self.accounting:

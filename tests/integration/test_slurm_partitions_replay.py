@@ -12,7 +12,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from datetime import datetime
 
 import pytest
@@ -53,14 +52,7 @@ def history(slurm, tmp_path_factory):
     ids = [slurm.run(["sbatch", "--parsable", "--hold", f"--job-name={name}", *opts, "--wrap", cmd]).stdout.strip()
            for name, opts, cmd in JOBS]
     slurm.run(["scontrol", "release", ",".join(i.split(";")[0] for i in ids)])   # eligible together
-    deadline = time.monotonic() + 240
-    while time.monotonic() < deadline:
-        q = slurm.run(["squeue", "-h"], check=False).stdout.strip()
-        hist = slurm.run(["sacct", "-a", "-X", "-P", "-n", "-o", "JobID,State"], check=False).stdout
-        done = [s.split("|")[1] for s in hist.splitlines()]
-        if not q and len(done) >= len(JOBS) and all(s not in ("PENDING", "RUNNING") for s in done):
-            break
-        time.sleep(2)
+    slurm.wait_accounted(len(JOBS))
     d = tmp_path_factory.mktemp("replay-parts")
     trace, scen = d / "sacct.txt", d / "replay.yaml"
     env = {**slurm.env, "NO_COLOR": "1", "COLUMNS": "200"}

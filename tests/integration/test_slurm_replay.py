@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from datetime import datetime
 
 import pytest
@@ -50,14 +49,7 @@ def gpc(slurm, *args, timeout=240):
 def history(slurm, tmp_path_factory):
     for name, opts, cmd in JOBS:
         slurm.run(["sbatch", f"--job-name={name}", *opts, "--wrap", cmd])
-    deadline = time.monotonic() + 240      # the TIMEOUT job needs its minute and Slurm's next check
-    while time.monotonic() < deadline:
-        q = slurm.run(["squeue", "-h"], check=False).stdout.strip()
-        hist = slurm.run(["sacct", "-a", "-X", "-P", "-n", "-o", "JobID,State"], check=False).stdout
-        done = [s.split("|")[1] for s in hist.splitlines()]
-        if not q and len(done) >= len(JOBS) and all(s not in ("PENDING", "RUNNING") for s in done):
-            break
-        time.sleep(2)
+    slurm.wait_accounted(len(JOBS))
     d = tmp_path_factory.mktemp("replay")
     trace, scen = d / "sacct.txt", d / "replay.yaml"
     p = gpc(slurm, "slurm", "import", "-o", str(trace), "--scenario", str(scen), "--cluster",
