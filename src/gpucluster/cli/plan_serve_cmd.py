@@ -33,6 +33,13 @@ def serve(
     html: Annotated[Optional[str], typer.Option(help="Also write a self-contained HTML report with plots")] = None,
 ) -> None:
     """Recommend a deployment (GPU type, TP x PP per replica, batch, replicas) for a request rate within SLOs."""
+    import os
+
+    # numpy's OpenBLAS starts a thread per core when numpy is imported, which spin for a while:
+    # 0.09-0.15 s of CPU on 2 cores, more on more. This command makes no BLAS call (its tables are
+    # element-wise, the TTFT convolution is pocketfft). A value the user set is kept; a numpy
+    # already imported (in-process callers) keeps its threads.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     from gpucluster.cli.plan_serve_render import render, to_json
     from gpucluster.errors import UserError
     from gpucluster.plan.serve_request import plan_serve
