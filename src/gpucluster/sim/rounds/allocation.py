@@ -194,27 +194,32 @@ def max_min(c: np.ndarray, scale: np.ndarray, capacity: np.ndarray, ok: np.ndarr
     """max t s.t. sum_k c[j,k] x[j,k] >= t for every job with a feasible type, + a tie-breaker.
     `memo` (the caller's, e.g. one per run) remembers the solutions of LPs already solved."""
     m, K = c.shape
-    X = np.zeros((m, K))
     live = ok.any(axis=1)
-    if not live.any():
-        return X
-    rep, inv, counts = _classes(c[live], scale[live], ok[live])
-    cu, su, oku = c[live][rep], scale[live][rep], ok[live][rep]
+    everyone = bool(live.all())
+    if not everyone and not live.any():
+        return np.zeros((m, K))
+    cl, sl, okl = (c, scale, ok) if everyone else (c[live], scale[live], ok[live])
+    rep, inv, counts = _classes(cl, sl, okl)
+    cu, su, oku = cl[rep], sl[rep], okl[rep]
     u = len(rep)
     # the same classes, counts and GPUs recur (a job leaves, one of its class arrives): the LP is
     # then the same, bit for bit, and so is HiGHS's answer; remembered rather than solved again
     key = (u, K, TIE_WEIGHT, cu.tobytes(), su.tobytes(), counts.tobytes(), np.asarray(capacity).tobytes(), oku.tobytes())
-    x = memo.get(key) if memo is not None else None
-    if x is None:
+    Xu = memo.get(key) if memo is not None else None
+    if Xu is None:
         x = solve_csc(*_max_min_lp(cu, su, counts, capacity, oku))
         if x is None:
             raise RuntimeError("max-min LP not solved to optimality")   # a bug: the LP is always feasible (X = 0)
+        Xu = _clean(x[:-1].reshape(u, K))      # row by row: the same per class as per job
         if memo is not None:
             if len(memo) >= LP_MEMO_SIZE:
                 memo.clear()
-            memo[key] = x
-    X[live] = x[:-1].reshape(u, K)[inv]
-    return _clean(X)
+            memo[key] = Xu
+    if everyone:
+        return Xu[inv]
+    X = np.zeros((m, K))
+    X[live] = Xu[inv]
+    return X
 
 
 def _max_min_lp(cu: np.ndarray, su: np.ndarray, counts: np.ndarray, capacity: np.ndarray, oku: np.ndarray):
