@@ -33,13 +33,7 @@ def serve(
     html: Annotated[Optional[str], typer.Option(help="Also write a self-contained HTML report with plots")] = None,
 ) -> None:
     """Recommend a deployment (GPU type, TP x PP per replica, batch, replicas) for a request rate within SLOs."""
-    import os
-
-    # numpy's OpenBLAS starts a thread per core when numpy is imported, which spin for a while:
-    # 0.09-0.15 s of CPU on 2 cores, more on more. This command makes no BLAS call (its tables are
-    # element-wise, the TTFT convolution is pocketfft). A value the user set is kept; a numpy
-    # already imported (in-process callers) keeps its threads.
-    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    _import_numpy_without_blas_threads()
     from gpucluster.cli.plan_serve_render import render, to_json
     from gpucluster.errors import UserError
     from gpucluster.plan.serve_request import plan_serve
@@ -58,3 +52,21 @@ def serve(
         from gpucluster.report.plan_report import write_serve_report
         write_serve_report(plan.search, plan.request, plan.simulation, html, spec=plan.spec, fabrics=plan.fabrics,
                            traffic=plan.traffic, quant=plan.quant)
+
+
+def _import_numpy_without_blas_threads() -> None:
+    """numpy's OpenBLAS starts a thread per core as it loads, and they spin for a while: 0.05-0.1 s
+    of CPU on 2 cores, more on more. This command makes no BLAS call (its step-time tables are
+    element-wise, the TTFT convolution is pocketfft), so numpy is loaded with one. OpenBLAS reads
+    the variable only as it loads: the environment is restored at once, for what runs after (an
+    in-process caller, a child process). A value the user set is kept; so is a numpy already loaded."""
+    import os
+
+    ours = "OPENBLAS_NUM_THREADS" not in os.environ
+    if ours:
+        os.environ["OPENBLAS_NUM_THREADS"] = "1"
+    try:
+        import numpy  # noqa: F401
+    finally:
+        if ours:
+            del os.environ["OPENBLAS_NUM_THREADS"]
