@@ -349,35 +349,39 @@ class FifoPerf(Allocator):
         self.placed: dict[int, int] = {}
         self.rng = np.random.default_rng(seed)
 
-    def candidates(self, ok_row: np.ndarray, avail: np.ndarray, scale: int) -> np.ndarray:
-        return np.flatnonzero(ok_row & (avail >= scale))
+    # Python lists: a job's K types are a handful, where numpy's per-call cost would dominate
+    def candidates(self, ok_row: list[bool], avail: list[float], scale: int) -> list[int]:
+        return [k for k, a in enumerate(avail) if ok_row[k] and a >= scale]
 
-    def choose(self, T_row: np.ndarray, cands: np.ndarray) -> int:
-        return int(cands[np.argmax(T_row[cands])])
+    def choose(self, T_row: list[float], cands: list[int]) -> int:
+        return max(cands, key=T_row.__getitem__)     # the first of the fastest, as argmax
 
     def allocate(self, p: Problem) -> np.ndarray:
         m, K = p.throughput.shape
         X = np.zeros((m, K))
-        ok = p.feasible()
-        avail = p.capacity.astype(float).copy()
-        live = {int(i) for i in p.ids}
+        ok = p.feasible().tolist()
+        T = p.throughput.tolist()
+        scale = p.scale.tolist()
+        ids = p.ids.tolist()
+        avail = [float(c) for c in p.capacity.tolist()]
+        live = set(ids)
         self.placed = {i: k for i, k in self.placed.items() if i in live} if self.sticky else {}
         waiting = []
-        for j, i in enumerate(p.ids.tolist()):
+        for j, i in enumerate(ids):
             k = self.placed.get(i)
             if k is None:
                 waiting.append(j)
             else:
                 X[j, k] = 1.0
-                avail[k] -= p.scale[j]
+                avail[k] -= scale[j]
         for j in waiting:   # arrival order; the first that finds no room blocks the rest
-            cands = self.candidates(ok[j], avail, int(p.scale[j]))
-            if len(cands) == 0:
+            cands = self.candidates(ok[j], avail, int(scale[j]))
+            if not cands:
                 break
-            k = self.choose(p.throughput[j], cands)
-            self.placed[int(p.ids[j])] = k
+            k = self.choose(T[j], cands)
+            self.placed[ids[j]] = k
             X[j, k] = 1.0
-            avail[k] -= p.scale[j]
+            avail[k] -= scale[j]
         return X
 
 
@@ -392,10 +396,10 @@ class Fifo(FifoPerf):
     agnostic = True
     sticky = True
 
-    def candidates(self, ok_row: np.ndarray, avail: np.ndarray, scale: int) -> np.ndarray:
-        return np.flatnonzero(ok_row & (avail > 0))
+    def candidates(self, ok_row: list[bool], avail: list[float], scale: int) -> list[int]:
+        return [k for k, a in enumerate(avail) if ok_row[k] and a > 0]
 
-    def choose(self, T_row: np.ndarray, cands: np.ndarray) -> int:
+    def choose(self, T_row: list[float], cands: list[int]) -> int:
         return int(self.rng.choice(cands))
 
 

@@ -122,7 +122,7 @@ def run_rounds(arrival_s: np.ndarray, scale: np.ndarray, steps: np.ndarray, thro
             rem_l, prev_l = rem[A].tolist(), prev[A].tolist()
             svc_a = service[A]
             ran_l = (svc_a > 0).tolist()
-            last = [j for j, k in enumerate(prev_l) if k >= 0]
+            last = np.flatnonzero(prev[A] >= 0).tolist()
             # the policies see speeds relative to each job's fastest type and work in seconds there,
             # as the event simulator's jobs carry them: the same LP, whichever driver asks
             best = TA.max(axis=1)
