@@ -12,7 +12,7 @@ import pytest
 
 pytest.importorskip("scipy", reason="the round-based policies solve LPs with scipy (pip install '.[test]')")
 
-from gpucluster.sim.rounds import allocation, load_all
+from gpucluster.sim.rounds import allocation, load_all, lp
 from gpucluster.sim.rounds.allocation import TIE_WEIGHT, Allocator, Problem, solve_lp
 from gpucluster.sim.rounds.engine import RoundResult, run_rounds
 from gpucluster.sim.rounds.mechanism import assign
@@ -203,7 +203,7 @@ def test_remembered_lps_and_the_reused_solver_equal_fresh_solves(monkeypatch):
         assert len(alloc.memo) < len(probs)
         fresh = []
         for p in probs:
-            monkeypatch.setattr(allocation._LOCAL, "highs", None)   # a new HiGHS instance per solve
+            monkeypatch.setattr(lp._LOCAL, "highs", None)   # a new HiGHS instance per solve
             fresh.append(load_all().get(name)().allocate(p))
         for g, f in zip(got, fresh, strict=True):
             assert np.array_equal(g, f)

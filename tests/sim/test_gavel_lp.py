@@ -10,7 +10,7 @@ pytest.importorskip("scipy", reason="the round-based policies solve LPs with sci
 
 from scipy.optimize import linprog
 
-from gpucluster.sim.rounds import allocation, load_all
+from gpucluster.sim.rounds import allocation, load_all, lp
 from gpucluster.sim.rounds.allocation import LP_OPTIONS, Problem, solve_lp
 from gpucluster.sim.rounds.mechanism import assign, priorities
 
@@ -53,7 +53,7 @@ def test_allocations_equal_linprogs(name, monkeypatch):
     rng = np.random.default_rng(11)
     probs = [_problem(rng) for _ in range(40)]
     fast = [load_all().get(name)().allocate(p) for p in probs]
-    monkeypatch.setattr(allocation, "_HIGHS", [None, None])    # force the linprog path
+    monkeypatch.setattr(lp, "_HIGHS", [None, None])    # force the linprog path
     for p, got in zip(probs, fast, strict=True):
         ref = load_all().get(name)().allocate(p)
         np.testing.assert_allclose(got, ref, rtol=0, atol=1e-6)
