@@ -15,7 +15,7 @@ pytest.importorskip("scipy", reason="the round-based policies solve LPs with sci
 from gpucluster.sim.rounds import allocation, load_all, lp
 from gpucluster.sim.rounds.allocation import TIE_WEIGHT, Allocator, Problem, solve_lp
 from gpucluster.sim.rounds.engine import RoundResult, run_rounds
-from gpucluster.sim.rounds.mechanism import assign
+from gpucluster.sim.rounds.mechanism import Pairs, assign
 
 
 def reference_rounds(arr, sc, steps, T, cap, allocator: Allocator, round_s: float, switch_s: float) -> RoundResult:
@@ -207,3 +207,17 @@ def test_remembered_lps_and_the_reused_solver_equal_fresh_solves(monkeypatch):
             fresh.append(load_all().get(name)().allocate(p))
         for g, f in zip(got, fresh, strict=True):
             assert np.array_equal(g, f)
+
+
+def test_pair_order_shortcut_when_every_pair_has_received_time():
+    rng = np.random.default_rng(12)
+    for _ in range(300):
+        m, K = int(rng.integers(1, 30)), 3
+        X = np.round(rng.random((m, K)) * (rng.random((m, K)) < 0.6), 2)
+        pairs = Pairs(X, rng.choice([1, 2, 4], m))
+        if len(pairs) == 0:
+            continue
+        rec = rng.choice([360.0, 720.0, 1080.0, 3600.0], len(pairs))
+        since = float(rng.choice([360.0, 1080.0, 7200.0]))
+        svc = np.round(rng.random(len(pairs)), 1)
+        assert pairs.order(rec, since, svc, True) == pairs.order(rec, since, svc)

@@ -95,9 +95,14 @@ def run_rounds(arrival_s: np.ndarray, scale: np.ndarray, steps: np.ndarray, thro
     prev_l: list[int] = []
     ran_l: list[bool] = []
     svc_a = np.zeros(0)
+    state_a = np.zeros(0)                     # rec_p then svc_a, one array: a round adds to both in one call
+    unrun = 0                                 # pairs that have received no time since the allocation
+    got_l: list[bool] = []
+    settled = False                           # every job of a pair arrived >= 1 s ago: max(t - arrival, 1) = t - arrival
     pairs = Pairs(X, scA)
     rec_p = np.zeros(0)
     p_arr = np.zeros(0)
+    P = 0
     rate_l: list[float] = []
     p_tab: list[tuple[int, int, float, float]] = []   # per pair: job, type, rate, steps in a whole round
     limit = round_s + 1e-9                    # a job whose remaining time is within this ends this round
@@ -120,8 +125,7 @@ def run_rounds(arrival_s: np.ndarray, scale: np.ndarray, steps: np.ndarray, thro
             A = np.array(active, dtype=np.int64)
             arrA, scA, TA = arr[A], sc[A], T[A]
             rem_l, prev_l = rem[A].tolist(), prev[A].tolist()
-            svc_a = service[A]
-            ran_l = (svc_a > 0).tolist()
+            ran_l = (service[A] > 0).tolist()
             last = np.flatnonzero(prev[A] >= 0).tolist()
             # the policies see speeds relative to each job's fastest type and work in seconds there,
             # as the event simulator's jobs carry them: the same LP, whichever driver asks
@@ -129,8 +133,13 @@ def run_rounds(arrival_s: np.ndarray, scale: np.ndarray, steps: np.ndarray, thro
             X = allocator.allocate(Problem(A, TA / best[:, None], scA, cap, prices, t - arrA, rem[A] / best))
             solves += 1
             pairs = Pairs(X, scA)
-            rec_p = np.zeros(len(pairs))
+            P = len(pairs)
+            state_a = np.zeros(P + len(A))
+            state_a[P:] = service[A]
+            rec_p, svc_a = state_a[:P], state_a[P:]
+            unrun, got_l = P, [False] * P
             p_arr = arrA[pairs.job]
+            settled = bool(np.all(t - p_arr >= 1.0))   # t only grows: stays true until the next allocation
             rate_l = TA[pairs.job, pairs.type].tolist()
             p_tab = [(j, k, rate, rate * round_s) for j, k, rate in zip(pairs.jobs, pairs.types, rate_l, strict=True)]
             since = 0.0
@@ -139,8 +148,9 @@ def run_rounds(arrival_s: np.ndarray, scale: np.ndarray, steps: np.ndarray, thro
             integral = bool(np.all((X == 0) | (X >= 1 - 1e-9)))
             held_jobs = int(np.count_nonzero(X.sum(axis=1) > 0))
         if len(pairs):
-            svc_p = svc_a[pairs.job] / np.maximum(t - p_arr, 1.0)
-            win, left = pairs.winners(pairs.order(rec_p, since, svc_p), cap_list)
+            elapsed = t - p_arr
+            svc_p = svc_a[pairs.job] / (elapsed if settled else np.maximum(elapsed, 1.0))
+            win, left = pairs.winners(pairs.order(rec_p, since, svc_p, unrun == 0), cap_list)
             win.sort()                       # job order, as the original per-job arrays were
         else:
             win, left = [], cap_list
@@ -175,8 +185,11 @@ def run_rounds(arrival_s: np.ndarray, scale: np.ndarray, steps: np.ndarray, thro
             else:
                 rem_l[j] = r - step
         now = [jobs[i] for i in win]
-        w = np.array(win, dtype=np.intp)
-        r_a = np.array(now, dtype=np.intp)
+        if unrun:
+            for i in win:
+                if not got_l[i]:
+                    got_l[i] = True
+                    unrun -= 1
         if last:                              # those that ran last round and not this one: -1
             ran = set(now)
             for j in last:
@@ -188,16 +201,15 @@ def run_rounds(arrival_s: np.ndarray, scale: np.ndarray, steps: np.ndarray, thro
             # per job, in job order, as numpy sums them: the same bits as per-job arrays give
             fin = dict(ended)
             used_a = np.array([fin.get(j, round_s) for j in now])
-            rec_p[w] += used_a
-            svc_a[r_a] += used_a
+            rec_p[np.array(win, dtype=np.intp)] += used_a
+            svc_a[np.array(now, dtype=np.intp)] += used_a
             h = np.array([need_l[i] for i in win]) * used_a
             busy += float(h.sum())
             per_type = np.bincount(np.array([types[i] for i in win], dtype=np.int64), weights=h, minlength=K)
             for k in range(K):
                 by_type[k] += float(per_type[k])
         else:
-            rec_p[w] += round_s
-            svc_a[r_a] += round_s
+            state_a[np.array(win + [P + j for j in now], dtype=np.intp)] += round_s
             gpus = [c - lk for c, lk in zip(cap_list, left, strict=True)]
             busy += float(sum(gpus) * round_s)
             for k in range(K):
@@ -225,8 +237,7 @@ def run_rounds(arrival_s: np.ndarray, scale: np.ndarray, steps: np.ndarray, thro
                 j = jobs[i]
                 rem_l[j] -= rate_l[i] * d
                 per_k[types[i]] += need_l[i] * d
-            rec_p[w] += d
-            svc_a[r_a] += d
+            state_a[np.array(win + [P + j for j in now], dtype=np.intp)] += d
             busy += float(sum(need_l[i] for i in win)) * d
             for k in range(K):
                 by_type[k] += per_k[k]

@@ -53,11 +53,14 @@ class Pairs:
     def __len__(self) -> int:
         return len(self.jobs)
 
-    def order(self, received_s: np.ndarray, since_reset_s: float, service: np.ndarray) -> list[int]:
+    def order(self, received_s: np.ndarray, since_reset_s: float, service: np.ndarray,
+              every_received: bool = False) -> list[int]:
         """Pair indices in decreasing priority, ties by less `service` (per pair), then pair order.
-        `received_s` is per pair."""
+        `received_s` is per pair; `every_received`: the caller knows every pair's is > 0."""
         if since_reset_s <= 0:
             key = self.neg_x_big
+        elif every_received:
+            key = self.neg_x / (received_s / since_reset_s)
         else:
             frac = received_s / since_reset_s
             key = self.neg_x_big.copy()       # -(x / frac) is (-x) / frac, bit for bit
