@@ -1,4 +1,4 @@
-"""A trace run in rounds over numpy arrays (Gavel's simulator, without its Python objects).
+"""A trace run in rounds over arrays and lists (Gavel's simulator, without its Python objects).
 
 Time starts at 0 and is cut into rounds of `round_s`. At each round's start the jobs that
 arrived are admitted, the allocation is recomputed if the set of jobs changed, and the
@@ -10,6 +10,10 @@ before the next arrival or completion, so those rounds are advanced in one step.
 
 Utilization is Gavel's: GPU-seconds jobs held (switch time included) over GPUs x makespan,
 makespan being the last completion (time 0 is the trace's origin).
+
+Speed (docs/simulator.md, "Gavel"): a round is one numpy priority sort over the (job, type)
+pairs with X > 0 and Python over its few winners; every result is the same, bit for bit, as
+the round-by-round numpy reference in tests/sim/test_gavel_exact.py.
 """
 
 from __future__ import annotations
