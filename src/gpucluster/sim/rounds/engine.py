@@ -73,6 +73,7 @@ def run_rounds(arrival_s: np.ndarray, scale: np.ndarray, steps: np.ndarray, thro
     cap_list = cap.tolist()
     N, K = T.shape
     order = np.argsort(arr, kind="stable")
+    arr_o = arr[order].tolist()               # arrivals in order, as Python floats: read every round
     rem = np.asarray(steps, dtype=float).copy()
     end = np.full(N, np.nan)
     service = np.zeros(N)
@@ -114,7 +115,7 @@ def run_rounds(arrival_s: np.ndarray, scale: np.ndarray, steps: np.ndarray, thro
     integral, held_jobs = False, 0
     changed = False
     while (nxt < N or active) and t < max_s:
-        while nxt < N and arr[order[nxt]] <= t:
+        while nxt < N and arr_o[nxt] <= t:
             j = int(order[nxt])
             if runnable[j]:
                 active.append(j)
@@ -122,7 +123,7 @@ def run_rounds(arrival_s: np.ndarray, scale: np.ndarray, steps: np.ndarray, thro
             nxt += 1
         if not active:
             if nxt < N:
-                t = max(t + round_s, math.ceil(arr[order[nxt]] / round_s) * round_s)
+                t = max(t + round_s, math.ceil(arr_o[nxt] / round_s) * round_s)
             continue
         if changed:
             rem[A], service[A], prev[A] = rem_l, svc_a, prev_l
@@ -151,7 +152,7 @@ def run_rounds(arrival_s: np.ndarray, scale: np.ndarray, steps: np.ndarray, thro
             # an integral X (FIFO, an underloaded cluster) may be a fixed point: see below
             integral = bool(np.all((X == 0) | (X >= 1 - 1e-9)))
             held_jobs = int(np.count_nonzero(X.sum(axis=1) > 0))
-        if len(pairs):
+        if P:
             elapsed = t - p_arr
             svc_p = svc_a[pairs.job] / (elapsed if settled else np.maximum(elapsed, 1.0))
             win, left = pairs.winners(pairs.order(rec_p, since, svc_p, unrun == 0), cap_list)
@@ -233,7 +234,7 @@ def run_rounds(arrival_s: np.ndarray, scale: np.ndarray, steps: np.ndarray, thro
             continue
         n = min(math.floor(rem_l[jobs[i]] / (rate_l[i] * round_s) - 1e-9) for i in win)
         if nxt < N:
-            n = min(n, math.ceil(arr[order[nxt]] / round_s - 1e-9) - round(t / round_s))
+            n = min(n, math.ceil(arr_o[nxt] / round_s - 1e-9) - round(t / round_s))
         if n >= 1:
             d = n * round_s
             per_k = [0.0] * K
