@@ -109,7 +109,11 @@ def run_rounds(arrival_s: np.ndarray, scale: np.ndarray, steps: np.ndarray, thro
     p_arr = np.zeros(0)
     P = 0
     rate_l: list[float] = []
-    p_tab: list[tuple[int, int, float, float]] = []   # per pair: job, type, rate, steps in a whole round
+    p_tab: list[tuple[int, int, int, float, float]] = []   # per pair: job, type, GPUs, rate, steps in a whole round
+    jobs, types, need_l = pairs.jobs, pairs.types, pairs.need
+    p_job, neg_x, neg_x_big = pairs.job, pairs.neg_x, pairs.neg_x_big
+    m_a, smallest = pairs.m, pairs.smallest
+    lexsort = np.lexsort
     limit = round_s + 1e-9                    # a job whose remaining time is within this ends this round
     last: list[int] = []                      # jobs that ran in the previous round
     integral, held_jobs = False, 0
@@ -146,60 +150,84 @@ def run_rounds(arrival_s: np.ndarray, scale: np.ndarray, steps: np.ndarray, thro
             p_arr = arrA[pairs.job]
             settled = bool(np.all(t - p_arr >= 1.0))   # t only grows: stays true until the next allocation
             rate_l = TA[pairs.job, pairs.type].tolist()
-            p_tab = [(j, k, rate, rate * round_s) for j, k, rate in zip(pairs.jobs, pairs.types, rate_l, strict=True)]
+            jobs, types, need_l = pairs.jobs, pairs.types, pairs.need
+            p_tab = [(j, k, n, rate, rate * round_s) for j, k, n, rate in zip(jobs, types, need_l, rate_l, strict=True)]
+            p_job, neg_x, neg_x_big = pairs.job, pairs.neg_x, pairs.neg_x_big
+            m_a, smallest = pairs.m, pairs.smallest
             since = 0.0
             changed = False
             # an integral X (FIFO, an underloaded cluster) may be a fixed point: see below
             integral = bool(np.all((X == 0) | (X >= 1 - 1e-9)))
             held_jobs = int(np.count_nonzero(X.sum(axis=1) > 0))
+        rounds += 1
+        ended: list[tuple[int, float]] = []   # (job, seconds it ran) of those that finish
+        # Pairs.order then Pairs.winners (as `assign` runs them), each winner's round applied as
+        # it is picked: one pass over the pairs (the order a round's winners are applied in
+        # changes no result: each touches its own job; sums over them are made in job order below)
+        win: list[int] = []
+        now: list[int] = []                   # their jobs
+        left = cap_list.copy()
+        ran_now = [False] * m_a
         if P:
             elapsed = t - p_arr
-            svc_p = svc_a[pairs.job] / (elapsed if settled else np.maximum(elapsed, 1.0))
-            win, left = pairs.winners(pairs.order(rec_p, since, svc_p, unrun == 0), cap_list)
-            win.sort()                       # job order, as the original per-job arrays were
-        else:
-            win, left = [], cap_list
-        if check is not None:
-            asg = np.full(len(A), -1, dtype=np.int64)
-            asg[pairs.job[win]] = pairs.type[win]
-            check(X, asg, scA, cap)
-        rounds += 1
-        jobs, types, need_l = pairs.jobs, pairs.types, pairs.need
-        ended: list[tuple[int, float]] = []   # (job, seconds it ran) of those that finish
-        for i in win:
-            j, k, rate, step = p_tab[i]
-            r = rem_l[j]
-            if prev_l[j] != k:
-                prev_l[j] = k
-                if not ran_l[j]:
-                    ran_l[j] = True
-                elif switch_s > 0:            # resumes or moves: loses switch_s of the round
-                    switches += 1
+            svc_p = svc_a[p_job] / (elapsed if settled else np.maximum(elapsed, 1.0))
+            if since <= 0:
+                key = neg_x_big
+            elif unrun == 0:
+                key = neg_x / (rec_p / since)
+            else:
+                frac = rec_p / since
+                key = neg_x_big.copy()        # -(x / frac) is (-x) / frac, bit for bit
+                np.divide(neg_x, frac, out=key, where=frac > 0)
+            todo = m_a
+            # lexsort is stable: equal (priority, service) keep pair order, which is by job
+            for i in lexsort((svc_p, key)).tolist():
+                j, k, n, rate, step = p_tab[i]
+                if n > left[k] or ran_now[j]:
+                    continue
+                ran_now[j] = True
+                left[k] -= n
+                win.append(i)
+                now.append(j)
+                r = rem_l[j]
+                lossy = False
+                if prev_l[j] != k:
+                    prev_l[j] = k
+                    if not ran_l[j]:
+                        ran_l[j] = True
+                    else:
+                        switches += 1
+                        lossy = switch_s > 0      # resumes or moves: loses switch_s of the round
+                if lossy:
                     if r / rate <= round_s - switch_s + 1e-9:
                         rem_l[j] = 0.0
                         ended.append((j, switch_s + r / rate))
                     else:
                         rem_l[j] = r - rate * (round_s - switch_s)
-                    continue
+                # as with a loss of 0.0: round_s - 0.0 + 1e-9, 0.0 + r / rate, rate * (round_s - 0.0)
+                elif r / rate <= limit:
+                    rem_l[j] = 0.0
+                    ended.append((j, r / rate))
                 else:
-                    switches += 1
-            # as with a loss of 0.0: round_s - 0.0 + 1e-9, 0.0 + r / rate, rate * (round_s - 0.0)
-            if r / rate <= limit:
-                rem_l[j] = 0.0
-                ended.append((j, r / rate))
-            else:
-                rem_l[j] = r - step
-        now = [jobs[i] for i in win]
+                    rem_l[j] = r - step
+                todo -= 1
+                if todo == 0 or (left[k] < smallest and max(left) < smallest):
+                    break
+        if check is not None:
+            asg = np.full(len(A), -1, dtype=np.int64)
+            asg[pairs.job[win]] = pairs.type[win]
+            check(X, asg, scA, cap)
         if unrun:
             for i in win:
                 if not got_l[i]:
                     got_l[i] = True
                     unrun -= 1
-        if last:                              # those that ran last round and not this one: -1
-            ran = set(now)
-            for j in last:
-                if j not in ran:
-                    prev_l[j] = -1
+        for j in last:                        # those that ran last round and not this one: -1
+            if not ran_now[j]:
+                prev_l[j] = -1
+        if ended or not exact or integral:    # job order, as the original per-job arrays were
+            win.sort()
+            now = [jobs[i] for i in win]
         last = now
         since += round_s
         if ended or not exact:
