@@ -10,9 +10,10 @@ so a reset of the counters does not always favour the same jobs.
 
 `Pairs` holds what stays fixed between two allocations (the pairs with X > 0, as numpy
 arrays and as Python lists): the array engine builds it once per allocation and runs
-each round with a handful of numpy calls on the pairs and a Python loop over the winners;
+each round with a handful of numpy calls on the pairs and a Python loop over the winners
+(`order` and `winners` inlined there, each winner's round applied as it is picked);
 `assign` (the event simulator's entry point) builds it for one round. Both give the same
-order and the same winners, bit for bit.
+order and the same winners, bit for bit (tests/sim/test_gavel_exact.py).
 """
 
 from __future__ import annotations
@@ -46,7 +47,6 @@ class Pairs:
         self.x_list: list[float] = self.x.tolist()
         self.types: list[int] = self.type.tolist()
         self.need: list[int] = scale[self.job].tolist()
-        self.table = list(zip(self.jobs, self.types, self.need, strict=True))
         self.m = m
         self.smallest = int(scale.min()) if m else 0
 
@@ -73,7 +73,8 @@ class Pairs:
         and the GPUs of each type left."""
         left = list(capacity)
         done = [False] * self.m
-        table, smallest = self.table, self.smallest
+        # built here, not per allocation: the engine, which inlines this loop, has its own
+        table, smallest = list(zip(self.jobs, self.types, self.need, strict=True)), self.smallest
         out: list[int] = []
         todo = self.m
         for i in order:
