@@ -57,6 +57,24 @@ class RoundResult:
 Check = Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray], None]
 
 
+def admit(arrival_sorted: list[float], order: np.ndarray, runnable: np.ndarray, nxt: int, t: float,
+          round_s: float, active: list[int]) -> tuple[int, float, bool]:
+    """A round's start: the runnable jobs that arrived by `t` join `active` (in arrival order);
+    with none active, time skips to the round of the next arrival. Returns the next arrival's
+    position, the time, and whether a job joined (the allocation must be recomputed)."""
+    joined = False
+    n = len(arrival_sorted)
+    while nxt < n and arrival_sorted[nxt] <= t:
+        j = int(order[nxt])
+        if runnable[j]:
+            active.append(j)
+            joined = True
+        nxt += 1
+    if not active and nxt < n:
+        t = max(t + round_s, math.ceil(arrival_sorted[nxt] / round_s) * round_s)
+    return nxt, t, joined
+
+
 def run_rounds(arrival_s: np.ndarray, scale: np.ndarray, steps: np.ndarray, throughput: np.ndarray,
                capacity: np.ndarray, allocator: Allocator, *, round_s: float = 360.0, switch_s: float = 0.0,
                prices: np.ndarray | None = None, max_s: float = 3650 * 86400.0,
@@ -119,15 +137,9 @@ def run_rounds(arrival_s: np.ndarray, scale: np.ndarray, steps: np.ndarray, thro
     integral, held_jobs = False, 0
     changed = False
     while (nxt < N or active) and t < max_s:
-        while nxt < N and arr_o[nxt] <= t:
-            j = int(order[nxt])
-            if runnable[j]:
-                active.append(j)
-                changed = True
-            nxt += 1
+        nxt, t, admitted = admit(arr_o, order, runnable, nxt, t, round_s, active)
+        changed = changed or admitted
         if not active:
-            if nxt < N:
-                t = max(t + round_s, math.ceil(arr_o[nxt] / round_s) * round_s)
             continue
         if changed:
             rem[A], service[A], prev[A] = rem_l, svc_a, prev_l

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpucluster.sim.rounds.engine import RoundResult
+from gpucluster.sim.rounds.engine import RoundResult, admit
 from gpucluster.sim.rounds.mechanism import priorities
 from gpucluster.sim.rounds.packing import Combos, MaxMinFairnessPacked, PackedProblem
 
@@ -87,6 +87,7 @@ def run_packed_rounds(arrival_s: np.ndarray, scale: np.ndarray, steps: np.ndarra
     PR = np.asarray(pair_rate, dtype=float)
     N, K = T.shape
     order = np.argsort(arr, kind="stable")
+    arr_o = arr[order].tolist()
     rem = np.asarray(steps, dtype=float).copy()
     end = np.full(N, np.nan)
     service = np.zeros(N)
@@ -105,15 +106,9 @@ def run_packed_rounds(arrival_s: np.ndarray, scale: np.ndarray, steps: np.ndarra
     integral = False
     changed = False
     while (nxt < N or active) and t < max_s:
-        while nxt < N and arr[order[nxt]] <= t:
-            j = int(order[nxt])
-            if runnable[j]:
-                active.append(j)
-                changed = True
-            nxt += 1
+        nxt, t, admitted = admit(arr_o, order, runnable, nxt, t, round_s, active)
+        changed = changed or admitted
         if not active:
-            if nxt < N:
-                t = max(t + round_s, math.ceil(arr[order[nxt]] / round_s) * round_s)
             continue
         if changed:
             A = np.array(active, dtype=np.int64)
