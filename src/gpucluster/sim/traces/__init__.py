@@ -31,12 +31,11 @@ class TraceJob:
     speeds: dict[str, float] | None = None   # gavel: steps/s per throughput-table GPU type
 
 
-@dataclass
-class TraceRead:
-    path: str
-    format: str
-    jobs: list[TraceJob] = field(default_factory=list)
-    rows: int = 0
+@dataclass(kw_only=True)
+class BadLines:
+    """What a reader skipped: unreadable lines by reason with the first line number of each, and
+    records read but not used, by reason. `unit` names a line in the report ("rows", "lines")."""
+
     bad: Counter = field(default_factory=Counter)
     first_bad: dict[str, int] = field(default_factory=dict)
     skipped: Counter = field(default_factory=Counter)
@@ -45,20 +44,35 @@ class TraceRead:
         self.bad[reason] += 1
         self.first_bad.setdefault(reason, line)
 
-    def report(self) -> dict:
-        return {"path": self.path, "format": self.format, "rows": self.rows, "jobs": len(self.jobs),
-                "bad_rows": sum(self.bad.values()),
-                "bad": {k: {"rows": v, "first_line": self.first_bad[k]} for k, v in self.bad.most_common()},
+    def bad_report(self, unit: str) -> dict:
+        return {f"bad_{unit}": sum(self.bad.values()),
+                "bad": {k: {unit: v, "first_line": self.first_bad[k]} for k, v in self.bad.most_common()},
                 "skipped": dict(self.skipped.most_common())}
 
-    def summary(self) -> str:
-        parts = [f"{self.path}: {len(self.jobs):,} jobs from {self.rows:,} rows"]
+    def bad_summary(self, unit: str, skipped_label: str) -> list[str]:
+        parts = []
         if self.bad:
             worst = ", ".join(f"{n} {why} (first at line {self.first_bad[why]})" for why, n in self.bad.most_common(3))
-            parts.append(f"{sum(self.bad.values()):,} bad rows skipped: {worst}")
+            parts.append(f"{sum(self.bad.values()):,} bad {unit} skipped: {worst}")
         if self.skipped:
-            parts.append("not simulated: " + ", ".join(f"{n:,} {why}" for why, n in self.skipped.most_common()))
-        return "; ".join(parts)
+            parts.append(f"{skipped_label}: " + ", ".join(f"{n:,} {why}" for why, n in self.skipped.most_common()))
+        return parts
+
+
+@dataclass
+class TraceRead(BadLines):
+    path: str
+    format: str
+    jobs: list[TraceJob] = field(default_factory=list)
+    rows: int = 0
+
+    def report(self) -> dict:
+        return {"path": self.path, "format": self.format, "rows": self.rows, "jobs": len(self.jobs),
+                **self.bad_report("rows")}
+
+    def summary(self) -> str:
+        return "; ".join([f"{self.path}: {len(self.jobs):,} jobs from {self.rows:,} rows",
+                          *self.bad_summary("rows", "not simulated")])
 
 
 def load_all() -> Registry:

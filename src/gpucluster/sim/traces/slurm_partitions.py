@@ -12,10 +12,10 @@ first line it was seen on, like the sacct reader's bad rows; a partition without
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass, field
 
 from gpucluster.errors import UserError
+from gpucluster.sim.traces import BadLines
 from gpucluster.specs.hostlist import compress, expand
 
 _NO_NODES = ("", "(null)")
@@ -30,32 +30,18 @@ class SlurmPartition:
 
 
 @dataclass
-class PartitionsRead:
+class PartitionsRead(BadLines):
     source: str
     partitions: dict[str, SlurmPartition] = field(default_factory=dict)
     lines: int = 0
-    bad: Counter = field(default_factory=Counter)
-    first_bad: dict[str, int] = field(default_factory=dict)
-    skipped: Counter = field(default_factory=Counter)
-
-    def bad_line(self, line: int, reason: str) -> None:
-        self.bad[reason] += 1
-        self.first_bad.setdefault(reason, line)
 
     def report(self) -> dict:
         return {"source": self.source, "lines": self.lines, "partitions": len(self.partitions),
-                "bad_lines": sum(self.bad.values()),
-                "bad": {k: {"lines": v, "first_line": self.first_bad[k]} for k, v in self.bad.most_common()},
-                "skipped": dict(self.skipped.most_common())}
+                **self.bad_report("lines")}
 
     def summary(self) -> str:
-        parts = [f"{self.source}: {len(self.partitions):,} partitions from {self.lines:,} lines"]
-        if self.bad:
-            worst = ", ".join(f"{n} {why} (first at line {self.first_bad[why]})" for why, n in self.bad.most_common(3))
-            parts.append(f"{sum(self.bad.values()):,} bad lines skipped: {worst}")
-        if self.skipped:
-            parts.append("not used: " + ", ".join(f"{n:,} {why}" for why, n in self.skipped.most_common()))
-        return "; ".join(parts)
+        return "; ".join([f"{self.source}: {len(self.partitions):,} partitions from {self.lines:,} lines",
+                          *self.bad_summary("lines", "not used")])
 
 
 MAX_TIER = 65533   # Slurm's largest PriorityTier and PriorityJobFactor (16 bits less its special values)
@@ -77,19 +63,19 @@ def read_partitions(text: str, source: str = "scontrol show partition -o") -> Pa
         fields: dict[str, str] = {}
         words = line.split()
         if not all("=" in w for w in words):
-            out.bad_line(lineno, "a word that is not KEY=VALUE")
+            out.bad_row(lineno, "a word that is not KEY=VALUE")
             continue
         for w in words:
             k, _, v = w.partition("=")
             fields.setdefault(k, v)
         name = fields.get("PartitionName", "").strip()
         if not name:
-            out.bad_line(lineno, "no PartitionName")
+            out.bad_row(lineno, "no PartitionName")
             continue
         try:
             tier, factor = _whole(fields, "PriorityTier"), _whole(fields, "PriorityJobFactor")
         except ValueError as why:
-            out.bad_line(lineno, str(why))
+            out.bad_row(lineno, str(why))
             continue
         nodes_text = fields.get("Nodes", "").strip()
         if nodes_text in _NO_NODES:
@@ -100,11 +86,11 @@ def read_partitions(text: str, source: str = "scontrol show partition -o") -> Pa
             try:
                 expand(nodes_text)
             except ValueError:
-                out.bad_line(lineno, "Nodes is not a hostlist")
+                out.bad_row(lineno, "Nodes is not a hostlist")
                 continue
             nodes = nodes_text
         if name in out.partitions:
-            out.bad_line(lineno, "a partition named twice")
+            out.bad_row(lineno, "a partition named twice")
             continue
         out.partitions[name] = SlurmPartition(name, nodes, tier, factor)
     return out
