@@ -144,16 +144,7 @@ class EasyBackfill(Policy):
         scr = Scratch(view.state)
         it = iter(self.order(view))
         out: list[Decision] = []
-        head = None
-        for job in it:  # FIFO part: start in order until one does not fit
-            if job.time_limit_s is not None:
-                self._limits = self.by_limit
-            g = self.place(view, scr, job)
-            if g is None:
-                head = job
-                break
-            scr.take(g, job.milli, job.cpu_milli, job.mem_mib)
-            out.append(Start(job, g))
+        head = self._start_until_blocked(view, scr, it, out, sized=False)
         if head is None:
             return out
         shadow, extra, rtype = self.reservation(view, scr, head, out)
@@ -237,6 +228,25 @@ class EasyBackfill(Policy):
             return INF, INF, None   # the head cannot start on any type for now: it blocks nobody
         return best
 
+    def _start_until_blocked(self, view: View, scr: Scratch, it, out: list[Decision], sized: bool) -> Job | None:
+        """EASY's FIFO part: start jobs from `it` in order until one does not fit, and return it
+        (the head; None when all started). `sized`: with node sets, a job larger than its
+        partition is rejected on the way instead of blocking it forever."""
+        for job in it:
+            if job.time_limit_s is not None:
+                self._limits = self.by_limit
+            if sized:
+                rej = self.too_big(view, job)
+                if rej is not None:
+                    out.append(rej)
+                    continue
+            g = self.place(view, scr, job)
+            if g is None:
+                return job
+            scr.take(g, job.milli, job.cpu_milli, job.mem_mib)
+            out.append(Start(job, g))
+        return None
+
     # -- with partition node sets -----------------------------------------------------
     def _schedule_sets(self, view: View) -> list[Decision]:
         """EASY backfill where each job has its partition's nodes and a reservation is a node set
@@ -247,20 +257,7 @@ class EasyBackfill(Policy):
         scr = Scratch(view.state)
         it = iter(self.order(view))
         out: list[Decision] = []
-        head = None
-        for job in it:
-            if job.time_limit_s is not None:
-                self._limits = self.by_limit
-            rej = self.too_big(view, job)
-            if rej is not None:
-                out.append(rej)
-                continue
-            g = self.place(view, scr, job)
-            if g is None:
-                head = job
-                break
-            scr.take(g, job.milli, job.cpu_milli, job.mem_mib)
-            out.append(Start(job, g))
+        head = self._start_until_blocked(view, scr, it, out, sized=True)
         if head is None:
             return out
         st = view.state
