@@ -180,6 +180,17 @@ LogFile={r}/log/slurmdbd.log
         self._wait(idle, 60, "two idle slurmd nodes")
         return self
 
+    def __enter__(self) -> SlurmCluster:
+        """Started; a start that fails half-way stops the daemons it had started."""
+        try:
+            return self.start()
+        except BaseException:
+            self.stop()
+            raise
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
     def stop(self) -> None:
         for pidfile in reversed(self.pids):
             try:

@@ -25,12 +25,8 @@ pytestmark = pytest.mark.skipif(_why is not None, reason=_why or "")
 
 @pytest.fixture(scope="module")
 def slurm(tmp_path_factory):
-    c = SlurmCluster(tmp_path_factory.mktemp("slurm"), accounting=True)
-    try:
-        c.start()
+    with SlurmCluster(tmp_path_factory.mktemp("slurm"), accounting=True) as c:
         yield c
-    finally:
-        c.stop()
 
 
 def gpc(slurm, *args, timeout=240, extra_env=None):

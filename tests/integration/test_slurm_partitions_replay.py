@@ -35,12 +35,8 @@ JOBS = [  # (name, sbatch options, command), submitted in this order
 
 @pytest.fixture(scope="module")
 def slurm(tmp_path_factory):
-    c = SlurmCluster(tmp_path_factory.mktemp("slurm-parts"), accounting=True, partitions=PARTITIONS)
-    try:
-        c.start()
+    with SlurmCluster(tmp_path_factory.mktemp("slurm-parts"), accounting=True, partitions=PARTITIONS) as c:
         yield c
-    finally:
-        c.stop()
 
 
 def _t(text: str) -> float:

@@ -30,12 +30,8 @@ JOBS = [  # (name, sbatch options, command)
 
 @pytest.fixture(scope="module")
 def slurm(tmp_path_factory):
-    c = SlurmCluster(tmp_path_factory.mktemp("slurm-replay"), accounting=True, partitions=PARTITIONS)
-    try:
-        c.start()
+    with SlurmCluster(tmp_path_factory.mktemp("slurm-replay"), accounting=True, partitions=PARTITIONS) as c:
         yield c
-    finally:
-        c.stop()
 
 
 def gpc(slurm, *args, timeout=240):
