@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from gpucluster.sim.rounds import allocators
-from gpucluster.sim.rounds.allocation import (EPS_X, TIE_WEIGHT, Allocator, MaxMinFairnessPerf, Problem,
+from gpucluster.sim.rounds.allocation import (EPS_X, TIE_WEIGHT, Allocator, MaxMinFairnessPerf, Problem, row_classes,
                                               equal_share_throughput, solve_lp)
 
 USEFUL_EPS = 1e-9     # a + b must exceed 1 by this for a pair to be worth a column
@@ -102,18 +102,6 @@ def _relative_pair_rates(p: PackedProblem) -> np.ndarray:
     return np.transpose(R, (1, 2, 0)) / np.maximum(unit, 1e-300)[:, None, None]
 
 
-def _classes(key: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    index: dict[bytes, int] = {}
-    inverse = np.empty(len(key), dtype=np.int64)
-    first: list[int] = []
-    for i, row in enumerate(key):
-        u = index.setdefault(row.tobytes(), len(first))
-        if u == len(first):
-            first.append(i)
-        inverse[i] = u
-    return np.array(first, dtype=np.int64), inverse, np.bincount(inverse)
-
-
 def packed_max_min(p: PackedProblem, prune: bool = True) -> Combos:
     """Solve Gavel's packed max-min LP over classes and spread it over job combinations.
 
@@ -132,7 +120,7 @@ def packed_max_min(p: PackedProblem, prune: bool = True) -> Combos:
     # steps/s (what the packed coefficients depend on)
     key = np.concatenate([c[live], ok[live].astype(float), p.scale[live, None].astype(float),
                           p.kind[live, None].astype(float), (unit * eq)[live, None]], axis=1)
-    rep, inv, counts = _classes(key)
+    rep, inv, counts = row_classes(key)
     u = len(rep)
     R = _relative_pair_rates(p)[live[rep]][:, p.kind[live[rep]], :]    # (u, u, K): C's rate beside D on k
     Tu, cu, oku, su = T[live[rep]], c[live[rep]], ok[live[rep]], p.scale[live[rep]]
