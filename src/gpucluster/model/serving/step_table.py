@@ -24,7 +24,7 @@ import numpy as np
 from gpucluster.model.collectives import predict_times_s
 from gpucluster.model.serving.kv_cache import kv_bytes_per_token, kv_heads_per_gpu
 from gpucluster.model.serving.step_time import (ACT_BYTES, EW_KERNELS, KERNEL_S, STEP_OVERHEAD_S, TERMS, Replica,
-                                                _elementwise_bytes, _layer_mix, efficiency)
+                                                _elementwise_bytes, _layer_mix, attention_work, efficiency)
 from gpucluster.model.training.compute import GemmCurve, attention_tflops, gemm_curve, hbm_gbps
 from gpucluster.model.training.fabric import TrainingFabric
 from gpucluster.model.transformer_flops import layer_gemms
@@ -107,13 +107,7 @@ def _stage(rep: Replica, batch: np.ndarray, new_tokens: np.ndarray, context: flo
             g_t = g_t + t
             if ab < ACT_BYTES:  # the input is cast to 8 bits first: read 2 bytes, write 1
                 ew_t = ew_t + m * g.k * count * (ACT_BYTES + ab) / hbm
-        keys = context + (new_tokens + 1) / 2
-        if spec.attention == "mla":
-            width = 2 * int(spec.kv_lora_rank) + int(spec.qk_rope_head_dim)  # type: ignore[arg-type]
-        else:
-            width = spec.qk_head_dim + spec.v_dim
-        a_flops = 2 * tokens * spec.heads / tp * keys * width
-        a_bytes = batch * (context + new_tokens) * kv_layer_gpu
+        a_flops, a_bytes = attention_work(spec, tokens, tp, batch, context, new_tokens, kv_layer_gpu)
         a_t = np.hypot(a_flops / attn_rate, a_bytes / hbm) + KERNEL_S
         ew_t = ew_t + _elementwise_bytes(spec, tokens, tp, moe) / hbm
         terms["gemm"] = terms["gemm"] + n * g_t

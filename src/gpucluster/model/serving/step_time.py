@@ -116,6 +116,18 @@ def _layer_mix(spec: TransformerSpec, layers: int) -> list[tuple[bool, float]]:
     return [(False, layers - moe), (True, moe)]
 
 
+def attention_work(spec: TransformerSpec, tokens, tp: int, batch, context, new_tokens, kv_layer_gpu: float):
+    """One layer's attention on one GPU: FLOPs (each new token's query against the keys before it,
+    on average context + (new + 1) / 2) and KV-cache bytes read. Scalars or numpy arrays alike
+    (the step-time tables evaluate it over batch sizes at once)."""
+    keys = context + (new_tokens + 1) / 2
+    if spec.attention == "mla":
+        width = 2 * int(spec.kv_lora_rank) + int(spec.qk_rope_head_dim)  # type: ignore[arg-type]
+    else:
+        width = spec.qk_head_dim + spec.v_dim
+    return 2 * tokens * spec.heads / tp * keys * width, batch * (context + new_tokens) * kv_layer_gpu
+
+
 def _elementwise_bytes(spec: TransformerSpec, tokens: float, tp: int, moe: bool) -> float:
     """Bytes the non-GEMM kernels of one layer move: two norms (read + write h), two residual
     adds (read 2h, write h), rotary embedding on the local Q and K, the activation function
@@ -163,13 +175,7 @@ def _stage(rep: Replica, batch: float, new_tokens: int, context: float, layers: 
         # Attention: causal flash attention over the prompt (prefill), or each new token's
         # query against the whole cache (decode): FLOPs at the measured attention rate, KV
         # bytes read at achievable HBM bandwidth.
-        keys = context + (new_tokens + 1) / 2
-        if spec.attention == "mla":
-            width = 2 * int(spec.kv_lora_rank) + int(spec.qk_rope_head_dim)  # type: ignore[arg-type]
-        else:
-            width = spec.qk_head_dim + spec.v_dim
-        a_flops = 2 * tokens * spec.heads / tp * keys * width
-        a_bytes = batch * (context + new_tokens) * kv_layer_gpu
+        a_flops, a_bytes = attention_work(spec, tokens, tp, batch, context, new_tokens, kv_layer_gpu)
         a_t = math.hypot(a_flops / attn_rate, a_bytes / hbm) + KERNEL_S
         bytes_s += n * a_bytes / hbm
         ew_t += _elementwise_bytes(spec, tokens, tp, moe) / hbm
