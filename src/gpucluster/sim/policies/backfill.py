@@ -32,6 +32,7 @@ leaves it pending for ever with reason PartitionNodeLimit).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from itertools import islice
 from typing import ClassVar
 
@@ -141,10 +142,7 @@ class EasyBackfill(Policy):
     def schedule(self, view: View) -> list[Decision]:
         if self._with_nodes:
             return self._schedule_sets(view)
-        scr = Scratch(view.state)
-        it = iter(self.order(view))
-        out: list[Decision] = []
-        head = self._start_until_blocked(view, scr, it, out, sized=False)
+        scr, it, out, head = self._start_until_blocked(view, sized=False)
         if head is None:
             return out
         shadow, extra, rtype = self.reservation(view, scr, head, out)
@@ -228,10 +226,14 @@ class EasyBackfill(Policy):
             return INF, INF, None   # the head cannot start on any type for now: it blocks nobody
         return best
 
-    def _start_until_blocked(self, view: View, scr: Scratch, it, out: list[Decision], sized: bool) -> Job | None:
-        """EASY's FIFO part: start jobs from `it` in order until one does not fit, and return it
+    def _start_until_blocked(self, view: View, sized: bool) -> tuple[Scratch, Iterator[Job], list[Decision], Job | None]:
+        """EASY's FIFO part: start jobs in the policy's order until one does not fit. Returns the
+        free resources left, the jobs after that one, the decisions so far and the blocked job
         (the head; None when all started). `sized`: with node sets, a job larger than its
         partition is rejected on the way instead of blocking it forever."""
+        scr = Scratch(view.state)
+        it = iter(self.order(view))
+        out: list[Decision] = []
         for job in it:
             if job.time_limit_s is not None:
                 self._limits = self.by_limit
@@ -242,10 +244,10 @@ class EasyBackfill(Policy):
                     continue
             g = self.place(view, scr, job)
             if g is None:
-                return job
+                return scr, it, out, job
             scr.take(g, job.milli, job.cpu_milli, job.mem_mib)
             out.append(Start(job, g))
-        return None
+        return scr, it, out, None
 
     # -- with partition node sets -----------------------------------------------------
     def _schedule_sets(self, view: View) -> list[Decision]:
@@ -254,10 +256,7 @@ class EasyBackfill(Policy):
         their hot path). The head gets a reservation, and so does each later job that does not fit
         and whose partition shares no node with an earlier reservation: disjoint partitions each
         protect their first blocked job, as Slurm's per-job backfill plan does."""
-        scr = Scratch(view.state)
-        it = iter(self.order(view))
-        out: list[Decision] = []
-        head = self._start_until_blocked(view, scr, it, out, sized=True)
+        scr, it, out, head = self._start_until_blocked(view, sized=True)
         if head is None:
             return out
         st = view.state
