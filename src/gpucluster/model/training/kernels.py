@@ -72,7 +72,10 @@ class LayerKernels:
 
 def layer_kernels(spec: TransformerSpec, gpu_name: str, precision: str, micro_batch: int, tp: int, cp: int,
                   sp: bool, ep: int, seq_len: int, dense: bool | None, flash: bool,
-                  imbalance: float = 1.0, etp: int | None = None) -> LayerKernels:
+                  imbalance: float = 1.0, etp: int | None = None, *, kernel: str = "default",
+                  framework: str = "megatron") -> LayerKernels:
+    """`kernel`: the fused attention kernel (Layout.attention_kernel); `framework`: the stack
+    (Layout.framework), whose fusion and host cost per op differ."""
     curve = gemm_curve(gpu_name, precision)
     half = gemm_curve(gpu_name, "fp16" if precision == "fp16" else "bf16")
     bw = hbm_gbps(catalog.gpus.get(gpu_name)) * 1e9

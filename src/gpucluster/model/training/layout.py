@@ -38,6 +38,9 @@ class Layout:
     precision: Precision = "bf16"
     offload_optimizer: bool = False
     flash_attention: bool = True  # fused attention (FlashAttention / cuDNN); False: scores in HBM (Megatron <= 2022)
+    attention_kernel: str = "default"  # the fused kernel by generation (model/training/attention.py); "default": the stack's
+    framework: str = "megatron"  # the training stack (model/training/frameworks.py): fusion, host cost, overlap defaults
+    shard_group: int = 0         # HSDP: GPUs a ZeRO-3 shard group spans (replicated across groups); 0: all of dp x cp
     overlap_dp_comm: bool = True  # gradient reduction / ZeRO gathers overlap compute (Megatron --overlap-grad-reduce)
     overlap_tp_comm: bool = False  # TP collectives overlap GEMMs (Transformer Engine userbuffers --tp-comm-overlap)
     moe_overlap: Literal["none", "dualpipe"] = "none"  # EP all-to-all hidden behind another micro batch
