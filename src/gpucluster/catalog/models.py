@@ -159,13 +159,23 @@ class Ramp(Strict):
     ramp_exponent: Sourced = Field(description="k above; 1 is pure alpha-beta")
 
 
+class LowLatency(Strict):
+    """NCCL's LL protocol on one link technology: each 8-byte store carries a flag with its data,
+    so a step costs little latency but the link runs at a fraction of its rate. NCCL's tuner
+    picks it for small messages, the bulk protocols (LL128/Simple, `Link.ring`) for large ones."""
+    hop_latency_us: Sourced = Field(description="latency of one algorithm step under LL")
+    efficiency: Sourced = Field(description="fraction of the link's GB/s per direction LL reaches")
+
+
 class Link(Entry):
     """A link technology and how well collectives use it (fitted per technology, never per row)."""
     kind: Literal["scale-up", "scale-out"]
     base_latency_us: Sourced = Field(description="fixed launch and synchronisation cost of a collective")
-    hop_latency_us: Sourced = Field(description="latency added by each algorithm step over this link")
+    hop_latency_us: Sourced = Field(description="latency added by each algorithm step over this link "
+                                    "under the bulk protocols (LL128/Simple)")
     ring: Ramp
     in_switch: Ramp | None = Field(None, description="NVLink SHARP (NVLS) all-reduce, where the switch reduces")
+    low_latency: LowLatency | None = Field(None, description="NCCL's LL protocol; None: bulk protocols only")
 
 
 class Nic(Entry):

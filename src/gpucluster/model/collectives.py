@@ -7,12 +7,18 @@ algbw = size / time, busbw = algbw * factor with factor 2(n-1)/n for all_reduce,
 reduce and send/recv. Bus bytes w = size * factor are what each GPU's busiest
 link carries, so the time of one algorithm on one link is
 
-    t = latency + w / (eff * B) * (1 + (half_bytes / w)^k)
+    t_bulk = base + steps * hop + w / (eff * B) * (1 + (half_bytes / c)^k)     (LL128/Simple)
+    t_ll   = base + steps * hop_ll + w / (eff_ll * B)                          (LL)
+    t      = min(t_bulk, t_ll)
 
 (see catalog/data/links.yaml: B is the link's GB/s per direction, c the bytes of
 one algorithm step (S/n for a ring: with many ranks the steps get small and
-slow), eff, half_bytes and k are calibrated per link technology and algorithm,
-latency is NCCL's base + steps * hop latency). Algorithms, chosen like NCCL's tuner by least time:
+slow, which is how NCCL's channel count falls with the bytes per rank), eff,
+half_bytes and k are fitted per link technology and algorithm by
+benchmarks/collective_fit.py, and steps grow with the group: 2(n-1) for a ring
+all-reduce). NCCL's tuner picks the protocol the same way: LL, whose steps are
+cheap but which moves half its bytes as flags, for small messages; the bulk
+protocols for large ones. Algorithms, chosen like NCCL's tuner by least time:
 
 - ring: one ring through all GPUs; its bandwidth is that of the slowest link
   the ring crosses (a NIC as soon as the group spans scale-up domains).
@@ -23,14 +29,13 @@ latency is NCCL's base + steps * hop latency). Algorithms, chosen like NCCL's tu
   latencies add (NCCL's tree and NVLS-tree algorithms).
 
 Everything here is pure and works on numpy arrays of sizes as well as scalars. numpy loads on the
-first array call: the scalar fast path at the end (what the training and serving planners call)
-runs without it, so their commands start without importing numpy.
+first array call: the scalar fast path (collective_scalar.py, what the training planner calls)
+runs without it, so its commands start without importing numpy.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-import math
 from typing import TYPE_CHECKING, Literal
 
 from gpucluster.catalog.models import Link, Ramp
@@ -157,6 +162,29 @@ def _latency_s(link: Link, steps: int) -> float:
     return (link.base_latency_us.value + steps * link.hop_latency_us.value) * 1e-6
 
 
+def ll_latency_s(link: Link, steps: int) -> float:
+    """Latency of `steps` algorithm steps under NCCL's LL protocol (the link must have one)."""
+    assert link.low_latency is not None
+    return (link.base_latency_us.value + steps * link.low_latency.hop_latency_us.value) * 1e-6
+
+
+def ll_rate(link: Link, gbps: float) -> float:
+    """Bytes per second LL moves over a link of `gbps` GB/s per direction."""
+    assert link.low_latency is not None
+    return link.low_latency.efficiency.value * gbps * 1e9
+
+
+def _phase(link: Link, steps: int, w, chunk, gbps: float, ramp: Ramp):
+    """One algorithm over one tier: the faster of the bulk protocols and LL, per size."""
+    import numpy as np
+
+    bulk = _latency_s(link, steps) + transfer_time(w, chunk, gbps, ramp)
+    if link.low_latency is None:
+        return bulk
+    w = np.asarray(w, dtype=float)
+    return np.minimum(bulk, ll_latency_s(link, steps) + np.where(w > 0, w / ll_rate(link, gbps), 0.0))
+
+
 def ring_chunk(op: str, size, n: int):
     """Bytes one ring step moves: S/n, except for ops that forward the whole buffer."""
     import numpy as np
@@ -172,7 +200,7 @@ def _ring(op: str, size, g: CommGroup):
     n = g.gpus
     s = np.asarray(size, dtype=float)
     w, chunk = s * bus_factor(op, n), ring_chunk(op, s, n)
-    up = _latency_s(g.scale_up.link, ring_steps(op, n)) + transfer_time(w, chunk, g.scale_up_gbps, g.scale_up.ramp())
+    up = _phase(g.scale_up.link, ring_steps(op, n), w, chunk, g.scale_up_gbps, g.scale_up.ramp())
     if g.per_domain == 1:
         up = 0.0 * up  # one GPU per domain: every ring edge is a network hop
     if g.domains == 1:
@@ -181,15 +209,14 @@ def _ring(op: str, size, g: CommGroup):
     assert out_tier is not None
     if op == "all_to_all":
         # Only the share addressed to other domains crosses the NICs; both run at once.
-        up = _latency_s(g.scale_up.link, g.per_domain - 1) + transfer_time(
-            s * (g.per_domain - 1) / n, chunk, g.scale_up_gbps, g.scale_up.ramp())
-        out = _latency_s(out_tier.link, g.domains - 1) + transfer_time(
-            s * (n - g.per_domain) / n, chunk, g.scale_out_gbps, out_tier.ramp())
+        up = _phase(g.scale_up.link, g.per_domain - 1, s * (g.per_domain - 1) / n, chunk, g.scale_up_gbps,
+                    g.scale_up.ramp())
+        out = _phase(out_tier.link, g.domains - 1, s * (n - g.per_domain) / n, chunk, g.scale_out_gbps,
+                     out_tier.ramp())
     else:
         # NCCL runs one ring per channel and spreads the channels' domain crossings over the
         # rails: each domain sends one ring edge per channel, so its p GPUs' NICs share w.
-        out = _latency_s(out_tier.link, ring_steps(op, n)) + transfer_time(
-            w / g.per_domain, chunk, g.scale_out_gbps, out_tier.ramp())
+        out = _phase(out_tier.link, ring_steps(op, n), w / g.per_domain, chunk, g.scale_out_gbps, out_tier.ramp())
     return np.maximum(up, out), np.where(out >= up, "scale-out", "scale-up")
 
 
@@ -212,17 +239,19 @@ def _hierarchical(op: str, size, g: CommGroup):
     d, p = g.domains, g.per_domain
     up_link = g.scale_up.link
     if op == "all_reduce":
+        ring_w, ring_lat_steps = s * bus_factor("all_reduce", p), ring_steps("all_reduce", p)
         if g.in_switch_reduction and up_link.in_switch is not None:
             intra = transfer_time(s, s, g.scale_up_gbps, g.scale_up.ramp(True))
             intra_lat = _latency_s(up_link, 2)
         else:
-            intra = transfer_time(s * bus_factor("all_reduce", p), s / p, g.scale_up_gbps, g.scale_up.ramp())
-            intra_lat = _latency_s(up_link, ring_steps("all_reduce", p))
+            intra = transfer_time(ring_w, s / p, g.scale_up_gbps, g.scale_up.ramp())
+            intra_lat = _latency_s(up_link, ring_lat_steps)
         # Across domains each rail carries S/p through a pipelined tree.
         inter_w, inter_chunk = s / p * bus_factor("all_reduce", d), s / p
     elif op in ("broadcast", "reduce"):
+        ring_w, ring_lat_steps = s, ring_steps(op, p)
         intra = transfer_time(s, s, g.scale_up_gbps, g.scale_up.ramp())
-        intra_lat = _latency_s(up_link, ring_steps(op, p))
+        intra_lat = _latency_s(up_link, ring_lat_steps)
         inter_w, inter_chunk = s / p, s / p
     else:
         raise ValueError(f"no hierarchical algorithm for {op}")
@@ -233,7 +262,18 @@ def _hierarchical(op: str, size, g: CommGroup):
     # NCCL pipelines the phases chunk by chunk: the slower bandwidth term sets the pace,
     # and every phase's latency is paid once.
     total = np.maximum(intra, inter) + intra_lat + inter_lat
-    return total, np.where(inter >= intra, "scale-out", "scale-up")
+    if up_link.low_latency is not None and out_tier.link.low_latency is not None:
+        # LL on both tiers (a ring inside the domain, the tree across): cheap steps, low rates.
+        ll = (ll_latency_s(up_link, ring_lat_steps) + out_tier.link.low_latency.hop_latency_us.value * inter_steps
+              * 1e-6 + np.maximum(ring_w / ll_rate(up_link, g.scale_up_gbps),
+                                  inter_w / ll_rate(out_tier.link, g.scale_out_gbps)))
+        use_ll = ll < total
+        total = np.where(use_ll, ll, total)
+        inter_bound = np.where(use_ll, inter_w / ll_rate(out_tier.link, g.scale_out_gbps)
+                               >= ring_w / ll_rate(up_link, g.scale_up_gbps), inter >= intra)
+    else:
+        inter_bound = inter >= intra
+    return total, np.where(inter_bound, "scale-out", "scale-up")
 
 
 def candidates(op: str, g: CommGroup) -> list[str]:
@@ -324,80 +364,8 @@ def _out(template, value):
     return np.asarray(value)
 
 
-# --- Scalar fast path ------------------------------------------------------------------------
-# The training model asks for thousands of single collective times per search; numpy's per-call
-# overhead on 0-d arrays (~0.3 ms per prediction) dominated it. These mirror _ring, _nvls and
-# _hierarchical on Python floats, time only; tests/model/test_collectives.py holds them equal
-# to `predict` on random groups and sizes.
+# The scalar fast path lives beside this module; its names are part of this module's interface.
+from gpucluster.model.collective_scalar import predict_time_s, transfer_time_s  # noqa: E402
 
-def transfer_time_s(w: float, chunk: float, gbps: float, ramp: Ramp) -> float:
-    """`transfer_time` for one size, as a float, without numpy."""
-    if w <= 0:
-        return 0.0
-    bw = ramp.efficiency.value * gbps * 1e9
-    return w / bw * (1 + (ramp.half_bytes.value / (chunk if chunk > 0 else 1.0)) ** ramp.ramp_exponent.value)
-
-
-def _ring_f(op: str, s: float, g: CommGroup) -> float:
-    n = g.gpus
-    w = s * bus_factor(op, n)
-    chunk = s if op in ("broadcast", "reduce", "send_recv") else s / max(n, 1)
-    up = _latency_s(g.scale_up.link, ring_steps(op, n)) + transfer_time_s(w, chunk, g.scale_up_gbps, g.scale_up.ramp())
-    if g.per_domain == 1:
-        up = 0.0
-    if g.domains == 1:
-        return up
-    out_tier = g.scale_out
-    assert out_tier is not None
-    if op == "all_to_all":
-        up = _latency_s(g.scale_up.link, g.per_domain - 1) + transfer_time_s(
-            s * (g.per_domain - 1) / n, chunk, g.scale_up_gbps, g.scale_up.ramp())
-        out = _latency_s(out_tier.link, g.domains - 1) + transfer_time_s(
-            s * (n - g.per_domain) / n, chunk, g.scale_out_gbps, out_tier.ramp())
-    else:
-        out = _latency_s(out_tier.link, ring_steps(op, n)) + transfer_time_s(
-            w / g.per_domain, chunk, g.scale_out_gbps, out_tier.ramp())
-    return max(up, out)
-
-
-def _hierarchical_f(op: str, s: float, g: CommGroup) -> float:
-    out_tier = g.scale_out
-    assert out_tier is not None
-    d, p = g.domains, g.per_domain
-    up_link = g.scale_up.link
-    if op == "all_reduce":
-        if g.in_switch_reduction and up_link.in_switch is not None:
-            intra = transfer_time_s(s, s, g.scale_up_gbps, g.scale_up.ramp(True))
-            intra_lat = _latency_s(up_link, 2)
-        else:
-            intra = transfer_time_s(s * bus_factor("all_reduce", p), s / p, g.scale_up_gbps, g.scale_up.ramp())
-            intra_lat = _latency_s(up_link, ring_steps("all_reduce", p))
-        inter_w, inter_chunk = s / p * bus_factor("all_reduce", d), s / p
-    else:  # broadcast, reduce
-        intra = transfer_time_s(s, s, g.scale_up_gbps, g.scale_up.ramp())
-        intra_lat = _latency_s(up_link, ring_steps(op, p))
-        inter_w, inter_chunk = s / p, s / p
-    inter_steps = 2 * math.ceil(math.log2(d))
-    inter = transfer_time_s(inter_w, inter_chunk, g.scale_out_gbps, out_tier.ramp())
-    return max(intra, inter) + intra_lat + out_tier.link.hop_latency_us.value * inter_steps * 1e-6
-
-
-def predict_time_s(op: str, size: float, group: CommGroup) -> float:
-    """`predict(op, size, group).time_s` for one size, as a float, without numpy."""
-    if op not in OPS:
-        raise ValueError(f"unknown collective {op!r} (valid: {', '.join(OPS)})")
-    if size < 0:
-        raise ValueError("message size must be >= 0 bytes")
-    if group.gpus == 1 and op != "send_recv":
-        return 0.0
-    best = float("inf")
-    for name in candidates(op, group):
-        if name == "ring":
-            t = _ring_f(op, size, group)
-        elif name == "nvls":
-            t = _latency_s(group.scale_up.link, 2) + transfer_time_s(size, size, group.scale_up_gbps,
-                                                                   group.scale_up.ramp(in_switch=True))
-        else:
-            t = _hierarchical_f(op, size, group)
-        best = min(best, t)
-    return best
+__all__ = ["ALGORITHMS", "OPS", "CommGroup", "Prediction", "Tier", "bus_factor", "candidates", "predict",
+           "predict_time_s", "predict_times_s", "ring_chunk", "ring_steps", "transfer_time", "transfer_time_s"]
