@@ -1,77 +1,253 @@
-"""Reproduce the fitted ramp parameters of catalog/data/links.yaml.
+"""Fit the collective model's latency ramp and report it leave-one-table-out.
 
-For each link technology with a measured curve, the asymptotic efficiency and
-the latencies are fixed from their sources (nccl-tests issue 212, NCCL's
-tuning constants); only (half_bytes, k) of the ramp are fitted, by least
-squares on log busbw. Then a hold-out check: fit on the even-indexed sizes,
-predict the odd ones.
+The fitted numbers of catalog/data/links.yaml (sources `fit-nccl-tables*`) come from here. The
+data are every published nccl-tests table in shared/validation/collective*-public.yaml: one table
+is one source's curve for one GPU, group size, GPUs per node and op. The fit is physical: the same
+few constants per link technology for every group size, the group size entering only through
+NCCL's algorithm (2(n-1) ring steps, S/n bytes per step, a tree across nodes):
 
-    python benchmarks/collective_fit.py
+- NVLink (shared by every NVLink generation, the same NCCL code): the launch latency, the step
+  latency of LL and of the bulk protocols, and the bulk protocols' ramp (half_bytes, k), i.e. how
+  NCCL adds channels as the bytes per step grow;
+- LL's rate as a fraction of the link, per generation (NVLink3, NVLink4: NCCL's own tuner gives
+  Ampere and Hopper different LL ceilings);
+- NVLS (in-switch all-reduce): its ramp;
+- RoCE: the network step latency under both protocols and LL's rate. Its bulk ramp is not
+  identified (NVLS inside the nodes sets the pace of the only multi-node table at every size),
+  so it stays the NVLink ring's.
+
+The asymptotic efficiencies stay as sourced (nccl-tests issue 212 for NVLink and NVLS, the IB/RoCE
+estimates): a table that ends below its plateau cannot tell the plateau from the ramp.
+
+Each parameter is pulled weakly towards its prior (NCCL's tuning constants, the earlier fit) so a
+parameter no remaining table informs stays at its prior in leave-one-table-out. Errors are on
+busbw, |predicted / measured - 1|.
+
+    python benchmarks/collective_fit.py            # fit, in-sample and leave-one-table-out
+    python benchmarks/collective_fit.py --yaml     # also print the fitted values for links.yaml
 """
 
 from __future__ import annotations
 
 import sys
-from dataclasses import replace
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 from scipy.optimize import least_squares
 
 from gpucluster.catalog import catalog
-from gpucluster.catalog.models import Sourced
-from gpucluster.model.collectives import predict
-from gpucluster.model.placement import place_group
+from gpucluster.catalog.models import Link, LowLatency, Sourced
+from gpucluster.model.collectives import CommGroup, Tier, predict
+from gpucluster.validate.predictors import fabric_for
 from gpucluster.validate.runner import load_file
+from gpucluster.specs.validation_case import Hardware
 
 ROOT = Path(__file__).resolve().parents[1]
-FILE = ROOT.parent / "shared" / "validation" / "collective-public.yaml"
-# (GPU, link, algorithm whose ramp the curve measures)
-CURVES = [("A100-SXM4-80GB", "NVLink3", "ring"), ("H100-SXM5-80GB", "NVLink4", "nvls")]
+VALIDATION = ROOT.parent / "shared" / "validation"
+FILES = [VALIDATION / "collective-public.yaml", VALIDATION / "collective-smallgroups-public.yaml"]
+PRIOR_WEIGHT = 0.05   # residual per unit of log(parameter / prior)
 
 
-def curve(gpu_name: str) -> tuple[np.ndarray, np.ndarray]:
-    cases = [c for c in load_file(FILE).cases if c.kind == "collective"
-             and catalog.gpus.canonical((c.hardware or {})["gpu"]) == gpu_name]
-    sizes = np.array([(c.model_extra or {})["collective"]["bytes"] for c in cases], dtype=float)   # an extra section
-    return sizes, np.array([c.measured["busbw_gbps"] for c in cases])
+@dataclass
+class Table:
+    """One published nccl-tests curve: the cases of one source for one group and op."""
+    id: str
+    op: str
+    group: CommGroup
+    sizes: np.ndarray
+    busbw: np.ndarray
 
 
-def busbw(gpu_name: str, algo: str, sizes: np.ndarray, half: float, k: float) -> np.ndarray:
-    gpu = catalog.gpus.get(gpu_name)
-    link = catalog.links.get(gpu.scale_up.link)
-    field = "in_switch" if algo == "nvls" else "ring"
-    ramp = getattr(link, field)
-    ramp = ramp.model_copy(update={"half_bytes": Sourced(value=half, source=ramp.half_bytes.source),
-                                   "ramp_exponent": Sourced(value=k, source=ramp.ramp_exponent.source)})
-    group = place_group(gpu, 8, 8)
-    group = replace(group, scale_up=replace(group.scale_up, link=link.model_copy(update={field: ramp})))
-    return np.asarray(predict("all_reduce", sizes, group, algo).busbw_gbps)
+@dataclass(frozen=True)
+class Param:
+    name: str
+    links: tuple[str, ...]
+    field: str          # base | hop | ll_hop | ll_eff | ring_half | ring_k | nvls_half | nvls_k
+    lo: float
+    hi: float
 
 
-def fit(gpu_name: str, algo: str, sizes: np.ndarray, measured: np.ndarray) -> tuple[float, float]:
-    res = least_squares(lambda p: np.log(busbw(gpu_name, algo, sizes, p[0] * 1e6, p[1]) / measured),
-                        x0=[10.0, 0.7], bounds=([0.01, 0.2], [1e4, 3.0]))
-    return res.x[0] * 1e6, res.x[1]
+PARAMS = [
+    Param("nvlink.base_latency_us", ("NVLink3", "NVLink4"), "base", 1.0, 40.0),
+    Param("nvlink.hop_latency_us", ("NVLink3", "NVLink4"), "hop", 0.05, 10.0),
+    Param("nvlink.ll.hop_latency_us", ("NVLink3", "NVLink4"), "ll_hop", 0.05, 10.0),
+    Param("nvlink3.ll.efficiency", ("NVLink3",), "ll_eff", 0.02, 0.8),
+    Param("nvlink4.ll.efficiency", ("NVLink4",), "ll_eff", 0.02, 0.8),
+    Param("nvlink.ring.half_bytes", ("NVLink3", "NVLink4"), "ring_half", 1e4, 1e9),
+    Param("nvlink.ring.ramp_exponent", ("NVLink3", "NVLink4"), "ring_k", 0.2, 2.0),
+    Param("nvlink.in_switch.half_bytes", ("NVLink4",), "nvls_half", 1e4, 1e9),
+    Param("nvlink.in_switch.ramp_exponent", ("NVLink4",), "nvls_k", 0.2, 2.0),
+    Param("roce.hop_latency_us", ("RoCE",), "hop", 0.5, 60.0),
+    Param("roce.ll.hop_latency_us", ("RoCE",), "ll_hop", 0.5, 60.0),
+    Param("roce.ll.efficiency", ("RoCE",), "ll_eff", 0.02, 0.8),
+]
+# Priors, independent of the tables (leave-one-table-out must not start from a fit that saw the
+# table left out): NCCL's tuning.cc for the latencies (6.6 us launch, about 0.6 us per LL step on
+# NVLink and 5 us on the network) and for LL's rate (about 0.3 of the link: Ampere 87.7 of 300 GB/s,
+# Hopper 141 of 450); round numbers of NCCL's step sizes (about 1 MB a step for rings, 10 MB for
+# NVLS) for the ramps; the earlier IB/RoCE estimate (6 us) for the network's bulk step.
+PRIOR = {"nvlink.base_latency_us": 6.6, "nvlink.hop_latency_us": 1.0, "nvlink.ll.hop_latency_us": 0.6,
+         "nvlink3.ll.efficiency": 0.3, "nvlink4.ll.efficiency": 0.3, "nvlink.ring.half_bytes": 1e6,
+         "nvlink.ring.ramp_exponent": 0.5, "nvlink.in_switch.half_bytes": 1e7,
+         "nvlink.in_switch.ramp_exponent": 0.7, "roce.hop_latency_us": 6.0, "roce.ll.hop_latency_us": 5.0,
+         "roce.ll.efficiency": 0.3}
 
 
-def main() -> int:
-    if not FILE.exists():
-        print(f"missing {FILE}")
+def _get(link: Link, field: str) -> float:
+    """The catalog's current value of one fitted field."""
+    ll, sw = link.low_latency, link.in_switch
+    values = {"base": link.base_latency_us.value, "hop": link.hop_latency_us.value,
+              "ll_hop": ll.hop_latency_us.value if ll else 0.0, "ll_eff": ll.efficiency.value if ll else 0.0,
+              "ring_half": link.ring.half_bytes.value, "ring_k": link.ring.ramp_exponent.value,
+              "nvls_half": sw.half_bytes.value if sw else 0.0, "nvls_k": sw.ramp_exponent.value if sw else 0.0}
+    return values[field]
+
+
+def _set(link: Link, values: dict[str, float]) -> Link:
+    """A copy of `link` with the given fields replaced (sources kept: only the numbers move)."""
+    def sv(old: Sourced | None, value: float) -> Sourced:
+        return Sourced(value=value, source=old.source if old else link.base_latency_us.source)
+
+    upd: dict = {}
+    if "base" in values:
+        upd["base_latency_us"] = sv(link.base_latency_us, values["base"])
+    if "hop" in values:
+        upd["hop_latency_us"] = sv(link.hop_latency_us, values["hop"])
+    if "ring_half" in values or "ring_k" in values:
+        upd["ring"] = link.ring.model_copy(update={
+            "half_bytes": sv(link.ring.half_bytes, values.get("ring_half", link.ring.half_bytes.value)),
+            "ramp_exponent": sv(link.ring.ramp_exponent, values.get("ring_k", link.ring.ramp_exponent.value))})
+    if link.in_switch is not None and ("nvls_half" in values or "nvls_k" in values):
+        r = link.in_switch
+        upd["in_switch"] = r.model_copy(update={
+            "half_bytes": sv(r.half_bytes, values.get("nvls_half", r.half_bytes.value)),
+            "ramp_exponent": sv(r.ramp_exponent, values.get("nvls_k", r.ramp_exponent.value))})
+    if "ll_hop" in values or "ll_eff" in values:
+        ll = link.low_latency
+        upd["low_latency"] = LowLatency(
+            hop_latency_us=sv(ll.hop_latency_us if ll else None, values.get("ll_hop", _get(link, "ll_hop"))),
+            efficiency=sv(ll.efficiency if ll else None, values.get("ll_eff", _get(link, "ll_eff"))))
+    return link.model_copy(update=upd)
+
+
+def prior() -> np.ndarray:
+    return np.array([PRIOR[p.name] for p in PARAMS])
+
+
+def catalog_values() -> np.ndarray:
+    """What links.yaml holds now (the fit below should reproduce it)."""
+    return np.array([_get(catalog.links.get(p.links[0]), p.field) for p in PARAMS])
+
+
+def links_for(x: np.ndarray) -> dict[str, Link]:
+    per: dict[str, dict[str, float]] = {}
+    for p, v in zip(PARAMS, x, strict=True):
+        for name in p.links:
+            per.setdefault(name, {})[p.field] = float(v)
+    return {name: _set(catalog.links.get(name), vals) for name, vals in per.items()}
+
+
+def with_links(g: CommGroup, links: dict[str, Link]) -> CommGroup:
+    up = Tier(links.get(g.scale_up.link.name, g.scale_up.link), g.scale_up.gbps_per_direction)
+    out = g.scale_out
+    if out is not None:
+        out = Tier(links.get(out.link.name, out.link), out.gbps_per_direction)
+    return replace(g, scale_up=up, scale_out=out)
+
+
+def load_tables(files: list[Path]) -> list[Table]:
+    """Group the collective cases of `files` into tables (source, hardware, group, op)."""
+    rows: dict[tuple, list] = {}
+    for f in files:
+        for c in load_file(f).cases:
+            if c.kind != "collective":
+                continue
+            coll = (c.model_extra or {})["collective"]
+            hw = Hardware.model_validate(c.hardware)
+            key = (c.source, hw.gpu, coll["gpus"], coll.get("gpus_per_node") or hw.gpus_per_node, coll["op"])
+            rows.setdefault(key, []).append((c, hw, coll))
+    tables = []
+    for key, items in rows.items():
+        c0, hw, coll = items[0]
+        fab = fabric_for(hw)
+        per_node = coll.get("gpus_per_node") or hw.gpus_per_node
+        if per_node != hw.gpus_per_node:
+            fab = replace(fab, gpus_per_node=per_node, domain=hw.scale_up_domain or per_node)
+        tid = c0.id.rsplit("-", 1)[0]   # case ids are <table>-<size>
+        tables.append(Table(tid, key[4], fab.group(coll["gpus"], 1),
+                            np.array([float(i[2]["bytes"]) for i in items]),
+                            np.array([float(i[0].measured["busbw_gbps"]) for i in items])))
+    return tables
+
+
+def predicted(x: np.ndarray, t: Table) -> np.ndarray:
+    return np.asarray(predict(t.op, t.sizes, with_links(t.group, links_for(x))).busbw_gbps, dtype=float)
+
+
+def fit(tables: list[Table], x0: np.ndarray) -> np.ndarray:
+    lo = np.log([p.lo for p in PARAMS])
+    hi = np.log([p.hi for p in PARAMS])
+    z0 = np.clip(np.log(x0), lo + 1e-9, hi - 1e-9)
+
+    def residuals(z: np.ndarray) -> np.ndarray:
+        x = np.exp(z)
+        # Each table weighs the same whatever its number of sizes (one source, one vote).
+        err = [np.log(predicted(x, t) / t.busbw) / np.sqrt(len(t.sizes) / 10) for t in tables]
+        return np.concatenate(err + [PRIOR_WEIGHT * (z - z0)])
+
+    res = least_squares(residuals, z0, bounds=(lo, hi), loss="linear")
+    return np.exp(res.x)
+
+
+def errors(x: np.ndarray, t: Table) -> np.ndarray:
+    return np.abs(predicted(x, t) / t.busbw - 1)
+
+
+def leave_one_table_out(tables: list[Table], x0: np.ndarray,
+                        fitter: Callable[[list[Table], np.ndarray], np.ndarray] = fit) -> dict[str, np.ndarray]:
+    """Per table: its errors when the parameters are fitted on every other table."""
+    return {t.id: errors(fitter([o for o in tables if o is not t], x0), t) for t in tables}
+
+
+def main(argv: list[str]) -> int:
+    missing = [f for f in FILES if not f.exists()]
+    if missing:
+        print(f"missing {', '.join(map(str, missing))}")
         return 1
-    for gpu_name, link, algo in CURVES:
-        sizes, measured = curve(gpu_name)
-        half, k = fit(gpu_name, algo, sizes, measured)
-        err = busbw(gpu_name, algo, sizes, half, k) / measured - 1
-        print(f"{link} {algo}: half_bytes = {half:.3g} B, k = {k:.2f}; in-sample |error| median "
-              f"{100 * np.median(abs(err)):.1f}%, max {100 * abs(err).max():.1f}%")
-        train = np.arange(len(sizes)) % 2 == 0
-        h2, k2 = fit(gpu_name, algo, sizes[train], measured[train])
-        held = busbw(gpu_name, algo, sizes[~train], h2, k2) / measured[~train] - 1
-        print(f"  hold-out (fit on even sizes, predict odd): |error| median {100 * np.median(abs(held)):.1f}%, "
-              f"max {100 * abs(held).max():.1f}%")
+    tables = load_tables(FILES)
+    x0, cat = prior(), catalog_values()
+    x = fit(tables, x0)
+    print(f"{'parameter':34} {'prior':>10} {'fitted':>10} {'links.yaml':>10}")
+    for p, a, b, c in zip(PARAMS, x0, x, cat, strict=True):
+        print(f"{p.name:34} {a:10.4g} {b:10.4g} {c:10.4g}" + ("   <- refit differs" if abs(b / c - 1) > 0.03 else ""))
+    loto = leave_one_table_out(tables, x0)
+    print(f"\n{'table (busbw |error|)':30} {'n':>3} {'links.yaml med/max %':>21} {'in-sample med/max %':>20} "
+          f"{'left out med/max %':>19}")
+    alls: dict[str, list[np.ndarray]] = {"cat": [], "in": [], "out": []}
+    for t in tables:
+        e0, e1, e2 = errors(cat, t), errors(x, t), loto[t.id]
+        alls["cat"].append(e0), alls["in"].append(e1), alls["out"].append(e2)
+        print(f"{t.id:30} {len(t.sizes):3} {100 * np.median(e0):11.1f} /{100 * e0.max():6.1f} "
+              f"{100 * np.median(e1):11.1f} /{100 * e1.max():6.1f} {100 * np.median(e2):10.1f} /{100 * e2.max():6.1f}")
+    for k, label in (("cat", "links.yaml (in-sample)"), ("in", "refit (in-sample)"), ("out", "leave-one-table-out")):
+        e = np.concatenate(alls[k])
+        meds = [np.median(v) for v in alls[k]]
+        print(f"{label:24} all cases median {100 * np.median(e):5.1f}%  max {100 * e.max():6.1f}%   "
+              f"median over tables {100 * np.median(meds):5.1f}%  worst table median {100 * max(meds):5.1f}%")
+    if "--yaml" in argv:
+        print()
+        for name, link in links_for(x).items():
+            ll = link.low_latency
+            assert ll is not None
+            print(f"{name}: base {link.base_latency_us.value:.3g} hop {link.hop_latency_us.value:.3g} "
+                  f"ll_hop {ll.hop_latency_us.value:.3g} ll_eff {ll.efficiency.value:.3g} "
+                  f"ring half {link.ring.half_bytes.value:.3g} k {link.ring.ramp_exponent.value:.3g}"
+                  + (f" nvls half {link.in_switch.half_bytes.value:.3g} k {link.in_switch.ramp_exponent.value:.3g}"
+                     if link.in_switch else ""))
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

@@ -34,6 +34,10 @@ def in_sample(case: Case, path: str | Path) -> bool:
         key = precision if precision in table else _SAME_RATE.get(precision)
     elif case.kind == "inference":
         table, key = gpu.efficiency.serving_fraction, _precision(case, "serving")
+    elif case.kind == "collective":
+        # The scale-up link's latencies and ramp (benchmarks/collective_fit.py) were fitted on the file.
+        link = catalog.links.get(gpu.scale_up.link)
+        return Path(path).name in link.sources[link.base_latency_us.source].fitted_on
     else:
         return False
     entry = table.get(key) if key else None  # type: ignore[call-overload]  # key is a Precision by construction

@@ -69,9 +69,12 @@ class TrainingFabric:
         if size // per > 1 and out is None:
             raise ValueError(f"a group of {size} GPUs spans {size // per} NVLink domains but the cluster "
                              "has no scale-out network")
+        # NVLS needs the NVSwitch domain the catalog describes: a node with fewer of these GPUs is a
+        # 4-GPU board wired point to point, or a VM's slice of a board, and runs rings.
+        nvls = gpu.scale_up.in_switch_reduction and self.domain >= gpu.domain_size
         return CommGroup(gpus=size, per_domain=per, scale_up=up, scale_out=out,
                          domain_size=max(self.domain, per), switched=gpu.scale_up.switched,
-                         in_switch_reduction=gpu.scale_up.in_switch_reduction, oversubscription=over)
+                         in_switch_reduction=nvls, oversubscription=over)
 
     def time_s(self, op: str, size_bytes: float, size: int, stride: int) -> float:
         """Seconds of one collective over a group; 0 for a group of one."""
