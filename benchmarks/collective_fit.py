@@ -84,14 +84,14 @@ PARAMS = [
     Param("roce.ll.efficiency", ("RoCE",), "ll_eff", 0.02, 0.8),
 ]
 # Priors, independent of the tables (leave-one-table-out must not start from a fit that saw the
-# table left out): NCCL's tuning.cc for the latencies (6.6 us launch, about 0.6 us per LL step on
-# NVLink and 5 us on the network) and for LL's rate (about 0.3 of the link: Ampere 87.7 of 300 GB/s,
-# Hopper 141 of 450); round numbers of NCCL's step sizes (about 1 MB a step for rings, 10 MB for
-# NVLS) for the ramps; the earlier IB/RoCE estimate (6 us) for the network's bulk step.
-PRIOR = {"nvlink.base_latency_us": 6.6, "nvlink.hop_latency_us": 1.0, "nvlink.ll.hop_latency_us": 0.6,
+# table left out): NCCL's tuning.cc for the latencies (6.6 us launch; per step about 0.6 us under
+# LL and 1.9 us under LL128 on NVLink, 5 us under LL and 14 us under Simple on the network) and for
+# LL's rate (about 0.3 of the link: Ampere 87.7 of 300 GB/s, Hopper 141 of 450); round numbers of
+# NCCL's step sizes (about 1 MB a step for rings, 10 MB for NVLS) for the ramps.
+PRIOR = {"nvlink.base_latency_us": 6.6, "nvlink.hop_latency_us": 1.9, "nvlink.ll.hop_latency_us": 0.6,
          "nvlink3.ll.efficiency": 0.3, "nvlink4.ll.efficiency": 0.3, "nvlink.ring.half_bytes": 1e6,
          "nvlink.ring.ramp_exponent": 0.5, "nvlink.in_switch.half_bytes": 1e7,
-         "nvlink.in_switch.ramp_exponent": 0.7, "roce.hop_latency_us": 6.0, "roce.ll.hop_latency_us": 5.0,
+         "nvlink.in_switch.ramp_exponent": 0.7, "roce.hop_latency_us": 14.0, "roce.ll.hop_latency_us": 5.0,
          "roce.ll.efficiency": 0.3}
 
 
