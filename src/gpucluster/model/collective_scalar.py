@@ -81,11 +81,11 @@ def _hierarchical_f(op: str, s: float, g: CommGroup) -> float:
         inter_w, inter_chunk = s / p, s / p
     inter_steps = 2 * math.ceil(math.log2(d))
     inter = transfer_time_s(inter_w, inter_chunk, g.scale_out_gbps, out_tier.ramp())
-    total = max(intra, inter) + intra_lat + out_link.hop_latency_us.value * inter_steps * 1e-6
+    total = max(intra, inter) + intra_lat + _lat(out_link, inter_steps)
     up_ll, out_ll = up_link.low_latency, out_link.low_latency
     if up_ll is not None and out_ll is not None:
         ll = ((up_link.base_latency_us.value + lat_steps * up_ll.hop_latency_us.value
-               + out_ll.hop_latency_us.value * inter_steps) * 1e-6
+               + out_link.base_latency_us.value + out_ll.hop_latency_us.value * inter_steps) * 1e-6
               + max(ring_w / (up_ll.efficiency.value * g.scale_up_gbps * 1e9),
                     inter_w / (out_ll.efficiency.value * g.scale_out_gbps * 1e9)))
         total = min(total, ll)

@@ -258,14 +258,16 @@ def _hierarchical(op: str, size, g: CommGroup):
     # Across domains NCCL runs double binary trees: about 2*log2(d) network steps.
     inter_steps = 2 * int(np.ceil(np.log2(d)))
     inter = transfer_time(inter_w, inter_chunk, g.scale_out_gbps, out_tier.ramp())
-    inter_lat = out_tier.link.hop_latency_us.value * inter_steps * 1e-6
+    # The network part starts once per collective (its proxies and the tree's pipeline fill: the
+    # scale-out link's base latency), then pays each tree step.
+    inter_lat = _latency_s(out_tier.link, inter_steps)
     # NCCL pipelines the phases chunk by chunk: the slower bandwidth term sets the pace,
     # and every phase's latency is paid once.
     total = np.maximum(intra, inter) + intra_lat + inter_lat
     if up_link.low_latency is not None and out_tier.link.low_latency is not None:
         # LL on both tiers (a ring inside the domain, the tree across): cheap steps, low rates.
-        ll = (ll_latency_s(up_link, ring_lat_steps) + out_tier.link.low_latency.hop_latency_us.value * inter_steps
-              * 1e-6 + np.maximum(ring_w / ll_rate(up_link, g.scale_up_gbps),
+        ll = (ll_latency_s(up_link, ring_lat_steps) + ll_latency_s(out_tier.link, inter_steps)
+              + np.maximum(ring_w / ll_rate(up_link, g.scale_up_gbps),
                                   inter_w / ll_rate(out_tier.link, g.scale_out_gbps)))
         use_ll = ll < total
         total = np.where(use_ll, ll, total)
