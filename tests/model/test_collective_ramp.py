@@ -128,3 +128,20 @@ def test_leave_one_table_out_on_a_synthetic_set():
         assert np.median(errs) < 0.05
     # Without the synthetic truth the prior misses: the check above is not vacuous.
     assert max(np.median(fit.errors(fit.prior(), t)) for t in tables) > 0.05
+
+
+@pytest.mark.skipif(not SMALLGROUPS.exists(), reason="shared validation data not present")
+def test_collective_cases_of_the_fitted_files_are_in_sample(tmp_path):
+    """The link constants were fitted on the public collective files: their cases are labelled
+    in-sample, the same cases under another file name are not, and predict the same."""
+    import shutil
+
+    from gpucluster.validate.runner import run_file
+
+    rows = run_file(SMALLGROUPS)
+    assert rows and all(r.in_sample for r in rows)
+    other = tmp_path / "my-nccl-tests.yaml"
+    shutil.copy(SMALLGROUPS, other)
+    again = run_file(other)
+    assert not any(r.in_sample for r in again)
+    assert [r.predicted for r in again] == [r.predicted for r in rows]
