@@ -18,7 +18,7 @@ from pydantic import (BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, 
                       model_validator)
 
 Precision = Literal["fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "fp6", "fp4", "int8"]
-Provenance = Literal["datasheet", "measured", "fitted", "price-list", "market", "estimate"]
+Provenance = Literal["datasheet", "measured", "fitted", "price-list", "market", "estimate", "input"]
 
 
 class Strict(BaseModel):
