@@ -52,11 +52,15 @@ KERNELS: dict[str, Kernel] = {k.name: k for k in (
     Kernel("flashmla", "flashmla", "DeepSeek FlashMLA: multi-head latent attention (head dim 576/512)"),
 )}
 ALIASES = {"fa2": "flash2", "fa3": "flash3", "ck": "flash2", "fused": "cudnn", "te": "cudnn", "sdpa": "flash2"}
-# What a stack that states nothing runs on each generation: PyTorch's SDPA and the FlashAttention package
-# are FlashAttention-2 on Ampere/Ada; Transformer Engine (Megatron-Core, NeMo) picks cuDNN's fused
-# attention on Hopper and Blackwell; ROCm's flash-attention is the CK port. Older chips have no fused
-# kernel of their own: FlashAttention-2 needs sm80, so they borrow its rate (said so) or run `unfused`.
-GENERATION_DEFAULT = {"Ampere": "flash2", "Ada Lovelace": "flash2", "Hopper": "cudnn", "Blackwell": "cudnn",
+# What a stack that states nothing runs on each generation (a framework may say otherwise:
+# framework_default). Ampere, Ada and Hopper: FlashAttention-2, what PyTorch's SDPA and the flash-attn
+# package run (FlashAttention-3 is a separate opt-in build; Transformer Engine may pick cuDNN). On the
+# public runs it is the one that fits: Llama 3 405B at 128K context (Dubey et al. 2024) comes out +10%
+# with FlashAttention-2's measured H100 rates and +28% with cuDNN's, and NeMo 24.12's H100 runs agree
+# (in-sample, docs/catalog.md). Blackwell: cuDNN's fused attention, the kernel tuned for sm100 (FA2 runs
+# at a fifth of its rate there, cudnn-frontend's B200 table). ROCm: the CK port of FlashAttention-2.
+# Older chips have no fused kernel of their own: they borrow FlashAttention-2's rate (said so).
+GENERATION_DEFAULT = {"Ampere": "flash2", "Ada Lovelace": "flash2", "Hopper": "flash2", "Blackwell": "cudnn",
                       "CDNA3": "flash2", "CDNA2": "flash2"}
 FALLBACK_DEFAULT = "flash2"
 _HALF = ("bf16", "fp16")   # attention runs in bf16/fp16 whatever the GEMM precision (FP8 attention not assumed)
@@ -390,6 +394,3 @@ def clear() -> None:
               kernel_rate, _fallback_donor):
         f.cache_clear()
 
-
-__all__ = ["KERNELS", "ALIASES", "GENERATION_DEFAULT", "resolve", "kernel_rate", "kernel_shape", "attention_times_s",
-           "keys_per_query", "describe", "known"]

@@ -32,7 +32,7 @@ from gpucluster.model.training.power import clock_fraction
 
 # Tensor-core inputs: fp16 and bf16 run at the same rate on every chip in the catalog.
 _SAME_RATE = {"fp16": "bf16", "bf16": "fp16"}
-_BYTES = {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "fp4": 0.5, "int8": 1}
+ELEMENT_BYTES = {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "fp4": 0.5, "int8": 1}
 DEFAULT_T0_S = 8e-6  # fallback kernel cost where nothing is measured (median of the fits)
 
 
@@ -62,7 +62,7 @@ class GemmCurve:
     def batched_time_s(self, m: float, n: float, k: float, batch: float = 1.0) -> float:
         """One kernel of `batch` independent (m x k) @ (k x n) products (cuBLAS batched/strided)."""
         t_flops = batch * 2.0 * m * n * k * wave_factor(m, n, batch, self.sms) / (self.peak_tflops * 1e12 * self.eff_max)
-        t_bytes = batch * (m * k + k * n + m * n) * _BYTES.get(self.precision, 2) / (self.hbm_gbps * 1e9)
+        t_bytes = batch * (m * k + k * n + m * n) * ELEMENT_BYTES.get(self.precision, 2) / (self.hbm_gbps * 1e9)
         return math.hypot(t_flops, t_bytes) + self.t0_s
 
     def time_s(self, m: float, n: float, k: float, count: float = 1.0) -> float:

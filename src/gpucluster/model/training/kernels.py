@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from gpucluster.catalog import catalog
 from gpucluster.model.training import attention
 from gpucluster.model.training.compute import GemmCurve, gemm_curve, hbm_gbps, sustained
+from gpucluster.model.training.grouped_gemm import expert_gemm_s, permute_bytes
 from gpucluster.model.training.power import clock_fraction
 from gpucluster.model.transformer_flops import layer_gemms
 from gpucluster.specs.workload import TransformerSpec, filled
@@ -106,8 +107,18 @@ def layer_kernels(spec: TransformerSpec, gpu_name: str, precision: str, micro_ba
             # Transformer Engine casts each GEMM input to FP8 (amax, scale, a transposed copy for
             # the backward): read 2 bytes, write 2 x 1 byte per input element, fused per GEMM.
             memory(4 * g.m * g.k * g.count)
-        # The busiest expert rank sets the pace of the expert GEMMs.
-        gemm(g.m * (imbalance if g.name.startswith("expert_") else 1.0), g.n, g.k, g.count)
+        if g.name.startswith("expert_"):
+            # One grouped kernel for the local experts (model/training/grouped_gemm.py); the busiest
+            # expert rank (imbalance) sets the pace.
+            f_s, b_s, n_k = expert_gemm_s(curve, g.m, g.n, g.k, int(g.count), imbalance)
+            t["gemm"] += f_s
+            t["backward"] += b_s
+            count["all"] += n_k
+            if g.name == "expert_fc1":   # token permutation into expert order and back (two kernels)
+                memory(permute_bytes(g.m * imbalance * g.count, spec.experts_per_token, h))
+                count["all"] += 1
+        else:
+            gemm(g.m, g.n, g.k, g.count)
         if g.name in ("qkv", "q_proj", "kv_up"):
             fwd, bwd, n = _attention(spec, micro_batch, tp, cp, seq_len, flash, half, gpu_name, bw, kernel)
             t["core"] += fwd
