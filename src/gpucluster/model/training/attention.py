@@ -23,6 +23,7 @@ efficient measured chip) as a fraction of bf16 peak, and says so: the provenance
 
 from __future__ import annotations
 
+import math
 import statistics
 from dataclasses import dataclass
 from functools import cache
@@ -257,7 +258,7 @@ def _measured(gpu_name: str, kernel: str) -> tuple[float, float | None, str] | N
     rows = _rows(gpu, KERNELS[kernel].measured_as)
     if not rows:
         return None
-    shape = kernel_shape(kernel)
+    shape = chip_shape(gpu_name, kernel)
     level, note = _level(rows, shape, None)
     if level > 0:
         return level, _own_backward(rows, level, shape), note
@@ -268,12 +269,36 @@ def _measured(gpu_name: str, kernel: str) -> tuple[float, float | None, str] | N
 
 
 @cache
+def chip_shape(gpu_name: str, kernel: str) -> Shape:
+    """The kernel's shape, with s0 refitted on the chip's own forward rows where they span sequence lengths
+    (a faster tensor core leaves the per-row softmax work a larger share: B200 cuDNN at 8K runs 18% below
+    its 32K rate, H100's FlashAttention kernels a few percent)."""
+    base = kernel_shape(kernel)
+    rows = [p for p in _rows(catalog.gpus.get(gpu_name), KERNELS[kernel].measured_as)
+            if p.direction == "forward" and p.seq_len and p.head_dim]
+    lens = {p.seq_len or 0 for p in rows}
+    if len(lens) < 2 or max(lens) < 2 * min(lens):
+        return base
+
+    def err(s0: float) -> float:
+        sh = Shape(s0, base.d0, base.causal, 0, "")
+        logs = [math.log(p.tflops / sh.factor(p.seq_len or 1, p.head_dim or 1, bool(p.causal))) for p in rows]
+        mid = statistics.median(logs)
+        return sum((x - mid) ** 2 for x in logs)
+
+    grid = [0.0] + [8.0 * 1.25 ** i for i in range(40)]   # 8 .. ~48K tokens
+    best = min(grid, key=err)
+    return Shape(best, base.d0, base.causal, len(rows),
+                 f"{base.kernels}, s0 refitted on {len(rows)} {gpu_name} rows")
+
+
+@cache
 def _forward_backed_ratio(kernel: str) -> tuple[float | None, str]:
     """Backward/forward ratio of the kernel on the chips whose forward is measured (to split combined rows)."""
     got = []
     for name, rows in _all_groups().get(kernel, []):
-        level, _ = _level(rows, kernel_shape(kernel), None)
-        if level > 0 and (r := _own_backward(rows, level, kernel_shape(kernel))):
+        level, _ = _level(rows, chip_shape(name, kernel), None)
+        if level > 0 and (r := _own_backward(rows, level, chip_shape(name, kernel))):
             got.append((name, r))
     if not got:
         return None, ""
@@ -301,7 +326,7 @@ def kernel_rate(gpu_name: str, kernel: str) -> KernelRate:
     """The chip's forward level and backward ratio for a registry kernel (not `unfused`), with provenance."""
     gpu = catalog.gpus.get(gpu_name)
     base = _base_name(gpu)
-    shape = kernel_shape(kernel)
+    shape = chip_shape(base, kernel)
     own = _measured(base, kernel)
     if own is not None:
         level, bwd, note = own
@@ -311,7 +336,9 @@ def kernel_rate(gpu_name: str, kernel: str) -> KernelRate:
                   if (m := _measured(n, kernel)) and _peak(catalog.gpus.get(n)) > 0]
         same_arch = [d for d in donors if catalog.gpus.get(d[0]).architecture == gpu.architecture]
         if same_arch:
-            donor, frac = max(same_arch, key=lambda d: d[1])
+            # The best-measured chip of the same architecture (most rows; same tensor cores and kernels).
+            rows = {n: len(r) for n, r in _all_groups().get(kernel, [])}
+            donor, frac = max(same_arch, key=lambda d: (rows.get(d[0], 0), -d[1]))
         elif donors:
             # Another generation: the median measured chip (one chip's port, e.g. FlashAttention-2 on
             # Blackwell, is no guide to another generation's).
@@ -324,7 +351,7 @@ def kernel_rate(gpu_name: str, kernel: str) -> KernelRate:
             prov = (f"{prov_kernel}{FALLBACK_DEFAULT} on {donor} at {frac:.2f} of bf16 peak, borrowed "
                     f"(assumption)")
             return _finish(gpu_name, kernel, level, bwd, shape, prov)
-        level, bwd = frac * _peak(gpu), None
+        level, bwd, shape = frac * _peak(gpu), None, chip_shape(donor, kernel)
         prov = f"{kernel} not measured on {base}: borrowed from {donor} at {frac:.2f} of bf16 peak (assumption)"
     return _finish(gpu_name, kernel, level, bwd, shape, prov)
 
@@ -390,7 +417,7 @@ def describe(gpu_name: str, kernel: str, framework_default: str | None = None) -
 
 
 def clear() -> None:
-    for f in (_all_groups, kernel_shape, _pooled_shape, _measured, _forward_backed_ratio, _pooled_backward,
+    for f in (_all_groups, kernel_shape, chip_shape, _pooled_shape, _measured, _forward_backed_ratio, _pooled_backward,
               kernel_rate, _fallback_donor):
         f.cache_clear()
 
