@@ -44,6 +44,19 @@ def _fill(reg: Registry[E], model: type[E], path: Path) -> Registry[E]:
 _CAPPED = re.compile(r"^\s*(?P<base>[^@]+?)\s*@\s*(?P<watts>\d+(?:\.\d+)?)\s*[wW]\s*$")
 
 
+MIN_CAP_FRACTION = 0.25  # nvidia-smi refuses limits much below this share of TDP (H100: 200 of 700 W)
+
+
+def cap_problem(tdp_w: float, cap_w: float) -> str | None:
+    """Why this power cap cannot be set on a chip of this TDP (None: it can)."""
+    if cap_w > tdp_w:
+        return f"power_cap_w ({cap_w:g} W) is above the chip's TDP ({tdp_w:g} W): a cap can only lower it"
+    if cap_w < MIN_CAP_FRACTION * tdp_w:
+        return (f"power_cap_w ({cap_w:g} W) is below {MIN_CAP_FRACTION:.0%} of the chip's TDP ({tdp_w:g} W), "
+                "under what the driver accepts")
+    return None
+
+
 def capped_name(base: str, cap_w: float) -> str:
     return f"{base}@{cap_w:g}W"
 
@@ -62,8 +75,6 @@ class GpuRegistry(Registry[Gpu]):
             return super().canonical(name, **where)
         base = self._entries[super().canonical(m.group("base"), **where)]
         cap = float(m.group("watts"))
-        from gpucluster.model.training.power import cap_problem
-
         if (why := cap_problem(base.tdp_w.value, cap)) is not None:
             raise UserError(why, field=where.get("field"), file=where.get("file"))
         key = capped_name(base.name, cap)

@@ -25,19 +25,6 @@ from functools import cache
 from gpucluster.catalog import catalog
 
 STATIC_SHARE = 0.35      # board power that does not follow the SM clock (estimate; see above)
-MIN_CAP_FRACTION = 0.25  # nvidia-smi refuses limits much below this share of TDP (H100: 200 of 700 W)
-
-
-def cap_problem(tdp_w: float, cap_w: float) -> str | None:
-    """Why this power cap cannot be set on a chip of this TDP (None: it can)."""
-    if cap_w > tdp_w:
-        return f"power_cap_w ({cap_w:g} W) is above the chip's TDP ({tdp_w:g} W): a cap can only lower it"
-    if cap_w < MIN_CAP_FRACTION * tdp_w:
-        return (f"power_cap_w ({cap_w:g} W) is below {MIN_CAP_FRACTION:.0%} of the chip's TDP ({tdp_w:g} W), "
-                "under what the driver accepts")
-    return None
-
-
 def clock_for(cap_fraction: float) -> float:
     """Sustained SM clock over the uncapped one, for a cap at this fraction of TDP (1: no cap)."""
     if cap_fraction >= 1.0:
