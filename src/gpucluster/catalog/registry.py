@@ -70,7 +70,7 @@ class GpuRegistry(Registry[Gpu]):
         self._capped: dict[str, Gpu] = {}
 
     def canonical(self, name: str, **where) -> str:
-        m = _CAPPED.match(name)
+        m = _CAPPED.match(name) if "@" in name else None
         if m is None:
             return super().canonical(name, **where)
         base = self._entries[super().canonical(m.group("base"), **where)]
@@ -90,6 +90,8 @@ class GpuRegistry(Registry[Gpu]):
         return key
 
     def get(self, name: str, **where) -> Gpu:
+        if "@" not in name:
+            return super().get(name, **where)
         key = self.canonical(name, **where)
         return self._capped[key] if key in self._capped else self._entries[key]
 

@@ -83,6 +83,12 @@ def resolve(kernel: str, gpu: Gpu, framework_default: str | None = None) -> str:
     return name
 
 
+@cache
+def resolve_on(kernel: str, gpu_name: str, framework_default: str | None = None) -> str:
+    """`resolve` by GPU name (cached: the layer model asks once per layer shape)."""
+    return resolve(kernel, catalog.gpus.get(gpu_name), framework_default)
+
+
 # ---- the fit ------------------------------------------------------------------------------------------
 
 class Row(NamedTuple):
@@ -352,14 +358,22 @@ def kernel_rate(gpu_name: str, kernel: str) -> KernelRate:
                     f"(assumption)")
             return _finish(gpu_name, kernel, level, bwd, shape, prov)
         level, bwd, shape = frac * _peak(gpu), None, chip_shape(donor, kernel)
+        donor_own = _measured(donor, kernel)
+        bwd_from = None
+        if same_arch and donor_own is not None and donor_own[1] is not None:
+            bwd, bwd_from = donor_own[1], donor   # same kernel, same architecture: its backward ratio too
         prov = f"{kernel} not measured on {base}: borrowed from {donor} at {frac:.2f} of bf16 peak (assumption)"
+        return _finish(gpu_name, kernel, level, bwd, shape, prov, bwd_from)
     return _finish(gpu_name, kernel, level, bwd, shape, prov)
 
 
-def _finish(gpu_name: str, kernel: str, level: float, bwd: float | None, shape: Shape, prov: str) -> KernelRate:
+def _finish(gpu_name: str, kernel: str, level: float, bwd: float | None, shape: Shape, prov: str,
+            bwd_from: str | None = None) -> KernelRate:
     if bwd is None:
         bwd, who = _pooled_backward(kernel)
         prov += f"; backward/forward {bwd:.2f} borrowed from {who} (assumption)"
+    elif bwd_from:
+        prov += f"; backward/forward {bwd:.2f} borrowed from {kernel} on {bwd_from} (same architecture; assumption)"
     else:
         prov += f"; backward/forward {bwd:.2f} measured"
     prov += f"; shape fitted on {shape.rows} {shape.kernels}"
@@ -417,7 +431,7 @@ def describe(gpu_name: str, kernel: str, framework_default: str | None = None) -
 
 
 def clear() -> None:
-    for f in (_all_groups, kernel_shape, chip_shape, _pooled_shape, _measured, _forward_backed_ratio, _pooled_backward,
+    for f in (resolve_on, _all_groups, kernel_shape, chip_shape, _pooled_shape, _measured, _forward_backed_ratio, _pooled_backward,
               kernel_rate, _fallback_donor):
         f.cache_clear()
 

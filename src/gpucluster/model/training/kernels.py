@@ -153,7 +153,7 @@ def _attention(spec: TransformerSpec, micro_batch: int, tp: int, cp: int, seq_le
     else:
         qk = v = filled(spec.head_dim)
     window = spec.sliding_window
-    name = "unfused" if not flash else attention.resolve(kernel, catalog.gpus.get(gpu_name), framework_default)
+    name = "unfused" if not flash else attention.resolve_on(kernel, gpu_name, framework_default)
     if name != "unfused":
         # Causal: each query sees half the keys on average (masked blocks skipped); a sliding window fewer.
         keys = attention.keys_per_query(seq_len, True, window)
