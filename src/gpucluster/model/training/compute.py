@@ -103,14 +103,20 @@ def _lstsq2(u: list[float], v: list[float]) -> tuple[float, float]:
 
 
 def hbm_gbps(gpu: Gpu) -> float:
-    frac = gpu.efficiency.hbm_fraction.value if gpu.efficiency.hbm_fraction else _lowest_hbm_fraction()
+    frac = gpu.efficiency.hbm_fraction.value if gpu.efficiency.hbm_fraction else \
+        _lowest_hbm_fraction(gpu.architecture, gpu.vendor)
     return gpu.memory.bandwidth_tbps.value * 1000 * frac
 
 
 @cache
-def _lowest_hbm_fraction() -> float:
-    fr = [g.efficiency.hbm_fraction.value for _, g in catalog.gpus.items() if g.efficiency.hbm_fraction]
-    return float(min(fr)) if fr else 0.8  # conservative: the lowest measured fraction
+def _lowest_hbm_fraction(architecture: str = "", vendor: str = "") -> float:
+    """A chip without a STREAM figure: the lowest measured fraction among chips of its architecture (the
+    same memory controllers), else of its vendor, else of any (conservative)."""
+    chips = [g for _, g in catalog.gpus.items() if g.efficiency.hbm_fraction]
+    same = ([g for g in chips if g.architecture == architecture and g.vendor == vendor]
+            or [g for g in chips if g.vendor == vendor] or chips)
+    fr = [g.efficiency.hbm_fraction.value for g in same]
+    return float(min(fr)) if fr else 0.8
 
 
 def _square_points(gpu: Gpu, precision: str):
