@@ -119,6 +119,8 @@ def test_default_is_per_generation_and_frameworks_can_override():
     assert attention.resolve("fa3", h100) == "flash3"
     with pytest.raises(ValueError, match="unknown attention kernel"):
         attention.resolve("flash9", h100)
+    assert attention.kernel_problem("FA3") is None and attention.kernel_problem("default") is None
+    assert "flash2" in attention.kernel_problem("flash9")
 
 
 def test_long_sequences_stay_on_the_measured_rates():

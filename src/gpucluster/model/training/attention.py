@@ -71,6 +71,14 @@ def known() -> list[str]:
     return [*KERNELS, *ALIASES, "default", "flash"]
 
 
+def kernel_problem(kernel: str) -> str | None:
+    """Why a layout's `attention_kernel` is not a kernel name (None: it is), for layout checks."""
+    name = kernel.strip().lower()
+    if name in ("default", "flash") or ALIASES.get(name, name) in KERNELS:
+        return None
+    return f"attention_kernel must be one of {', '.join(known())}, got {kernel!r}"
+
+
 def resolve(kernel: str, gpu: Gpu, framework_default: str | None = None) -> str:
     """The registry name a layout's `attention_kernel` means on this chip."""
     name = kernel.strip().lower()

@@ -112,11 +112,10 @@ def hbm_gbps(gpu: Gpu) -> float:
 def _lowest_hbm_fraction(architecture: str = "", vendor: str = "") -> float:
     """A chip without a STREAM figure: the lowest measured fraction among chips of its architecture (the
     same memory controllers), else of its vendor, else of any (conservative)."""
-    chips = [g for _, g in catalog.gpus.items() if g.efficiency.hbm_fraction]
-    same = ([g for g in chips if g.architecture == architecture and g.vendor == vendor]
-            or [g for g in chips if g.vendor == vendor] or chips)
-    fr = [g.efficiency.hbm_fraction.value for g in same]
-    return float(min(fr)) if fr else 0.8
+    chips = [(g, g.efficiency.hbm_fraction.value) for _, g in catalog.gpus.items() if g.efficiency.hbm_fraction]
+    same = ([c for c in chips if c[0].architecture == architecture and c[0].vendor == vendor]
+            or [c for c in chips if c[0].vendor == vendor] or chips)
+    return float(min(f for _, f in same)) if same else 0.8
 
 
 def _square_points(gpu: Gpu, precision: str):
