@@ -357,20 +357,23 @@ def kernel_rate(gpu_name: str, kernel: str) -> KernelRate:
             # Another generation: the median measured chip (one chip's port, e.g. FlashAttention-2 on
             # Blackwell, is no guide to another generation's).
             donor, frac = sorted(donors, key=lambda d: d[1])[(len(donors) - 1) // 2]
+        elif kernel != FALLBACK_DEFAULT:
+            # No chip ran this kernel: the chip's own FlashAttention-2 rate (measured or borrowed).
+            fb = kernel_rate(gpu_name, FALLBACK_DEFAULT)
+            return KernelRate(gpu_name, kernel, fb.level_tflops, fb.backward_ratio, fb.shape,
+                              f"{kernel} never measured: this chip's {FALLBACK_DEFAULT} rate (assumption); "
+                              f"{fb.provenance}")
         else:
-            donor, frac = _fallback_donor()
-            prov_kernel = f"{kernel} never measured: "
-            level = frac * _peak(gpu)
-            bwd = None
-            prov = (f"{prov_kernel}{FALLBACK_DEFAULT} on {donor} at {frac:.2f} of bf16 peak, borrowed "
-                    f"(assumption)")
-            return _finish(gpu_name, kernel, level, bwd, shape, prov)
+            return _finish(gpu_name, kernel, 0.3 * _peak(gpu), None, shape,
+                           f"{kernel} never measured anywhere: 30% of bf16 peak (assumption)")
         level, bwd, shape = frac * _peak(gpu), None, chip_shape(donor, kernel)
         donor_own = _measured(donor, kernel)
         bwd_from = None
         if same_arch and donor_own is not None and donor_own[1] is not None:
             bwd, bwd_from = donor_own[1], donor   # same kernel, same architecture: its backward ratio too
-        prov = f"{kernel} not measured on {base}: borrowed from {donor} at {frac:.2f} of bf16 peak (assumption)"
+        ref = shape.factor(8192, 128, True)  # the donor's fraction at a reference shape, not its asymptote
+        prov = (f"{kernel} not measured on {base}: borrowed from {donor} at {frac * ref:.2f} of bf16 peak "
+                f"at s=8K, d=128, causal (assumption)")
         return _finish(gpu_name, kernel, level, bwd, shape, prov, bwd_from)
     return _finish(gpu_name, kernel, level, bwd, shape, prov)
 
@@ -386,14 +389,6 @@ def _finish(gpu_name: str, kernel: str, level: float, bwd: float | None, shape: 
         prov += f"; backward/forward {bwd:.2f} measured"
     prov += f"; shape fitted on {shape.rows} {shape.kernels}"
     return KernelRate(gpu_name, kernel, level, bwd, shape, prov)
-
-
-@cache
-def _fallback_donor() -> tuple[str, float]:
-    k = FALLBACK_DEFAULT
-    donors = [(n, m[0] / _peak(catalog.gpus.get(n))) for n, _ in _all_groups().get(k, [])
-              if (m := _measured(n, k)) and _peak(catalog.gpus.get(n)) > 0]
-    return sorted(donors, key=lambda d: d[1])[(len(donors) - 1) // 2] if donors else ("none", 0.3)
 
 
 def _base_name(gpu: Gpu) -> str:
@@ -440,6 +435,6 @@ def describe(gpu_name: str, kernel: str, framework_default: str | None = None) -
 
 def clear() -> None:
     for f in (resolve_on, _all_groups, kernel_shape, chip_shape, _pooled_shape, _measured, _forward_backed_ratio, _pooled_backward,
-              kernel_rate, _fallback_donor):
+              kernel_rate):
         f.cache_clear()
 
