@@ -18,7 +18,7 @@ from pydantic import (BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, 
                       model_validator)
 
 Precision = Literal["fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "fp6", "fp4", "int8"]
-Provenance = Literal["datasheet", "measured", "fitted", "price-list", "market", "estimate"]
+Provenance = Literal["datasheet", "measured", "fitted", "price-list", "market", "estimate", "input"]
 
 
 class Strict(BaseModel):
@@ -65,8 +65,31 @@ class GemmPoint(Strict):
     _check_source = field_validator("source")(_known_source)
 
 
+AttentionDirection = Literal["forward", "backward", "fwd_bwd", "unstated"]
+
+
+class AttentionPoint(Strict):
+    """Achieved TFLOP/s of one attention kernel (model/training/attention.py names them) at one shape, as
+    printed: FlashAttention's FLOP convention (4 b s^2 h d forward, halved when causal; backward 2.5x)."""
+    kernel: str
+    precision: Precision
+    direction: AttentionDirection = Field(description="forward, backward, fwd_bwd (one combined figure) or "
+                                                      "unstated (the source does not say)")
+    head_dim: PositiveInt | None = None
+    seq_len: PositiveInt | None = None
+    batch: PositiveInt | None = None
+    heads: PositiveInt | None = None
+    causal: bool | None = None
+    tflops: PositiveFloat
+    source: str
+
+    _check_source = field_validator("source")(_known_source)
+
+
 class Efficiency(Strict):
     gemm: list[GemmPoint] = Field(default_factory=list, description="achieved GEMM TFLOP/s by shape")
+    attention: list[AttentionPoint] = Field(
+        default_factory=list, description="achieved attention-kernel TFLOP/s by kernel, shape and pass")
     hbm_fraction: Sourced | None = Field(None, description="achievable fraction of peak HBM bandwidth (STREAM-like)")
     attention_tflops: Sourced | None = Field(
         None, description="fused (flash) attention forward TFLOP/s in bf16/fp16, as measured")
@@ -125,6 +148,9 @@ class Gpu(Entry):
     scale_up: ScaleUp
     host_link: str = Field(description="PCIe generation to the host, e.g. PCIe5 x16")
     tdp_w: Sourced
+    power_cap_w: Sourced | None = Field(
+        None, description="board power limit below tdp_w (nvidia-smi -pl); lowers sustained clocks "
+                          "(model/training/power.py). Set through a cluster pool's or a case's power_cap_w")
     sm_count: Sourced | None = Field(None, description="streaming multiprocessors (AMD: compute units): GEMM wave quantization")
     prices: Prices = Field(default_factory=Prices)
     efficiency: Efficiency = Field(default_factory=Efficiency)
@@ -142,7 +168,7 @@ def _source_refs(model: BaseModel):
     for value in model.__dict__.values():
         items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else [value]
         for item in items:
-            if isinstance(item, Sourced | GemmPoint):
+            if isinstance(item, Sourced | GemmPoint | AttentionPoint):
                 yield item.source
             elif isinstance(item, BaseModel):
                 yield from _source_refs(item)

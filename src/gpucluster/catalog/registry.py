@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from gpucluster.catalog.cache import cached
-from gpucluster.catalog.models import Cpu, Entry, Gpu, Link, Nic, Switch
+from gpucluster.catalog.models import Cpu, Entry, Gpu, Link, Nic, Source, Sourced, Switch
 from gpucluster.errors import UserError
 from gpucluster.registry import Registry
 
@@ -40,10 +40,75 @@ def _fill(reg: Registry[E], model: type[E], path: Path) -> Registry[E]:
     return reg
 
 
+# `H100@500W`: a catalog GPU run under a board power limit (nvidia-smi -pl), see model/training/power.py.
+_CAPPED = re.compile(r"^\s*(?P<base>[^@]+?)\s*@\s*(?P<watts>\d+(?:\.\d+)?)\s*[wW]\s*$")
+
+
+MIN_CAP_FRACTION = 0.25  # nvidia-smi refuses limits much below this share of TDP (H100: 200 of 700 W)
+
+
+def cap_problem(tdp_w: float, cap_w: float) -> str | None:
+    """Why this power cap cannot be set on a chip of this TDP (None: it can)."""
+    if cap_w > tdp_w:
+        return f"power_cap_w ({cap_w:g} W) is above the chip's TDP ({tdp_w:g} W): a cap can only lower it"
+    if cap_w < MIN_CAP_FRACTION * tdp_w:
+        return (f"power_cap_w ({cap_w:g} W) is below {MIN_CAP_FRACTION:.0%} of the chip's TDP ({tdp_w:g} W), "
+                "under what the driver accepts")
+    return None
+
+
+def capped_name(base: str, cap_w: float) -> str:
+    return f"{base}@{cap_w:g}W"
+
+
+class GpuRegistry(Registry[Gpu]):
+    """The GPU family, where `NAME@NNNW` names the catalog GPU NAME under a power cap of NNN watts: a
+    derived entry (power_cap_w set, every other number the chip's own) made on first use."""
+
+    def __init__(self, kind: str) -> None:
+        super().__init__(kind)
+        self._capped: dict[str, Gpu] = {}
+
+    def canonical(self, name: str, **where) -> str:
+        m = _CAPPED.match(name) if "@" in name else None
+        if m is None:
+            return super().canonical(name, **where)
+        base = self._entries[super().canonical(m.group("base"), **where)]
+        cap = float(m.group("watts"))
+        if (why := cap_problem(base.tdp_w.value, cap)) is not None:
+            raise UserError(why, field=where.get("field"), file=where.get("file"))
+        key = capped_name(base.name, cap)
+        if key not in self._capped:
+            if cap >= base.tdp_w.value:
+                self._capped[key] = base
+            else:
+                src = Source(title=f"power_cap_w {cap:g} W set in the cluster spec or case (an input; the chip's TDP "
+                                   f"is {base.tdp_w.value:g} W)", kind="input", date=base.sources[base.tdp_w.source].date)
+                self._capped[key] = base.model_copy(update={
+                    "name": key, "aliases": [], "power_cap_w": Sourced(value=cap, source="power-cap"),
+                    "sources": {**base.sources, "power-cap": src}})
+        return key
+
+    def get(self, name: str, **where) -> Gpu:
+        if "@" not in name:
+            return super().get(name, **where)
+        key = self.canonical(name, **where)
+        return self._capped[key] if key in self._capped else self._entries[key]
+
+    def __contains__(self, name: object) -> bool:
+        if isinstance(name, str) and (m := _CAPPED.match(name)):
+            return super().__contains__(m.group("base"))
+        return super().__contains__(name)
+
+    def __getstate__(self) -> dict:
+        # Capped entries are made per run from the cluster spec or case: never kept in the catalog cache.
+        return {**self.__dict__, "_capped": {}}
+
+
 def _gpus(files: list[Path]) -> Registry[Gpu]:
     from gpucluster.specs.loader import load_yaml, parse_data
 
-    reg: Registry[Gpu] = Registry("GPU")
+    reg: Registry[Gpu] = GpuRegistry("GPU")
     for path in files:
         data, lines = load_yaml(path)
         sources = data.get("sources") if isinstance(data, dict) else None

@@ -111,7 +111,7 @@ def _show(family: str, entry) -> None:
     """Every number of one entry, with the source it came from."""
     from rich.table import Table
 
-    from gpucluster.catalog.models import GemmPoint, Sourced
+    from gpucluster.catalog.models import AttentionPoint, GemmPoint, Sourced
 
     # A catalog copy (GPUCLUSTER_CATALOG, bench --write-calibration) is a user's file: safe().
     t = Table(title=safe(f"{family} {entry.name}" + (f" (aliases: {', '.join(entry.aliases)})" if entry.aliases else "")),
@@ -128,6 +128,12 @@ def _show(family: str, entry) -> None:
             elif isinstance(value, GemmPoint):
                 src = entry.sources[value.source]
                 t.add_row(safe(f"{prefix}gemm {value.m}x{value.n}x{value.k} {value.precision}"),
+                          f"{value.tflops:g} TFLOP/s", safe(src.kind), safe(f"{src.title} ({src.date})"))
+            elif isinstance(value, AttentionPoint):
+                src = entry.sources[value.source]
+                shape = " ".join(f"{k}={getattr(value, k)}" for k in ("head_dim", "seq_len", "causal")
+                                 if getattr(value, k) is not None)
+                t.add_row(safe(f"{prefix}attention {value.kernel} {value.direction} {value.precision} {shape}"),
                           f"{value.tflops:g} TFLOP/s", safe(src.kind), safe(f"{src.title} ({src.date})"))
             elif isinstance(value, dict) and key != "sources":
                 walk(value.items(), path + ".")

@@ -13,7 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpucluster.catalog import catalog
-from gpucluster.model.training.compute import attention_tflops, gemm_curve, sustained
+from gpucluster.model.training import attention
+from gpucluster.model.training.compute import gemm_curve, sustained
+from gpucluster.model.training.power import clock_fraction
 from gpucluster.model.training.layout import Layout
 
 _HALF = {"fp16": "bf16", "bf16": "fp16"}
@@ -46,9 +48,12 @@ def confidence(gpu_name: str, lay: Layout, mfu: float) -> Confidence:
     if "assumed" in why:
         out.append(f"sustained fraction: {why}")
     if lay.flash_attention:
-        _, src = attention_tflops(gpu.name)
-        if src.startswith("estimate"):
-            out.append(f"fused attention rate: {src} (no FlashAttention measurement on {gpu.name})")
+        rate = attention.kernel_rate(gpu.name, attention.resolve_on(lay.attention_kernel, gpu.name))
+        if "assumption" in rate.provenance:
+            out.append(f"fused attention rate: {rate.provenance}")
+    _, clock_why = clock_fraction(gpu.name)
+    if clock_why:
+        out.append(f"compute clock: {clock_why}")
     if gpu.efficiency.hbm_fraction is None:
         out.append(f"HBM bandwidth: no STREAM-like measurement on {gpu.name}: the lowest fraction among measured chips (conservative)")
     if gpu.sm_count is None:

@@ -81,6 +81,26 @@ class Prices(Strict):
         return Prices(**data)
 
 
+def _with_power_cap(data: Any) -> Any:
+    """`power_cap_w: 500` on a pool of H100 means the catalog GPU `H100@500W` (catalog/registry.py)."""
+    if not isinstance(data, dict) or data.get("power_cap_w") is None or not isinstance(data.get("gpu"), str):
+        return data
+    cap = data["power_cap_w"]
+    if not isinstance(cap, int | float) or isinstance(cap, bool) or cap <= 0:
+        return data  # the field's own check reports it
+    gpu = data["gpu"]
+    if "@" in gpu:
+        _, _, written = gpu.partition("@")
+        try:
+            same = float(written.strip().rstrip("wW")) == float(cap)
+        except ValueError:
+            same = False
+        if not same:
+            raise ValueError(f"gpu {gpu!r} names a power cap that differs from power_cap_w ({cap:g} W)")
+        return data
+    return {**data, "gpu": f"{gpu}@{float(cap):g}W"}
+
+
 class NodePool(Strict):
     """A group of identical nodes."""
     name: str = Field(min_length=1, description="unique pool name, e.g. h100")
@@ -103,6 +123,10 @@ class NodePool(Strict):
         False, description="NIC i of every node goes to the leaf of rail i (NVIDIA DGX SuperPOD wiring)")
     storage_nic: StorageNic | None = Field(None, description="separate storage-network NICs, if any")
     prices: Prices | None = Field(None, description="price overrides for this pool")
+    power_cap_w: float | None = Field(
+        None, gt=0, description="board power limit per GPU in watts (nvidia-smi -pl), at most the GPU's TDP; "
+                                "lowers sustained compute clocks (model/training/power.py, an estimate). "
+                                "Same as writing gpu: NAME@NNNW")
 
     @model_validator(mode="before")
     @classmethod
@@ -120,7 +144,7 @@ class NodePool(Strict):
                 if given is not None and given != count:
                     raise ValueError(f"gpu {data['gpu']!r} says {count} GPUs per node but gpus_per_node is {given}")
                 data = {**data, "gpu": name, "gpus_per_node": count}
-        return data
+        return _with_power_cap(data)
 
     @field_validator("gpu")
     @classmethod

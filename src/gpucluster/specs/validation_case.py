@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveInt, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, field_validator, model_validator
 
 SCHEMA_TAG = "gpucluster-validation/v1"
 
@@ -29,6 +29,8 @@ class Hardware(BaseModel):
     gpus_per_node: PositiveInt
     scale_out: ScaleOut | None = None
     scale_up_domain: PositiveInt | None = Field(None, description="GPUs per NVLink domain; default gpus_per_node")
+    power_cap_w: PositiveFloat | None = Field(
+        None, description="board power limit per GPU (nvidia-smi -pl), at most the TDP; default: none (TDP)")
 
     @property
     def domain(self) -> int:

@@ -75,6 +75,9 @@ class TransformerSpec(BaseModel):
     moe_max_nodes: PositiveInt | None = Field(
         None, le=1_000_000, description="MoE node-limited routing: each token's experts lie on at most this many nodes "
                           "(DeepSeek-V3: 4); default unlimited")
+    sliding_window: PositiveInt | None = Field(
+        None, le=1_000_000_000, description="sliding-window attention: keys each query attends back to (Mistral 7B: "
+                                            "4096); applies to every layer; default none (full causal attention)")
     tied_embeddings: bool = Field(False, description="the logits layer reuses the input embedding matrix")
     attention: Literal["mha", "mla"] = Field(
         "mha", description="mha: multi-head (GQA/MQA via kv_heads); mla: DeepSeek multi-head latent attention")

@@ -38,10 +38,11 @@ def section(model: type[BaseModel], data: Any, name: str) -> Any:
 
 def fabric_for(hw: Hardware) -> TrainingFabric:
     """The fabric a validation case's `hardware:` section describes."""
+    name = hw.gpu if hw.power_cap_w is None else f"{hw.gpu}@{hw.power_cap_w:g}W"
     try:
-        gpu = catalog.gpus.get(hw.gpu)
+        gpu = catalog.gpus.get(name)
     except UserError as exc:
-        raise Unsupported(f"hardware.gpu: {exc.reason}") from None
+        raise Unsupported(f"hardware.{'gpu' if hw.power_cap_w is None else 'power_cap_w'}: {exc.reason}") from None
     link = gbps = None
     if hw.scale_out is not None:
         link = SCALE_OUT_LINK[hw.scale_out.type]

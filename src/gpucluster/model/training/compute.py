@@ -14,6 +14,8 @@
   per-precision factor fitted on published training runs scales GEMM and
   attention throughput (benchmarks/cross_validate.py). Where a chip has none for
   this precision, DEFAULT_SUSTAINED (an assumption, said so in the plan).
+- Power cap (`power_cap_w`, catalog name `GPU@NNNW`): GEMM and attention throughput x the sustained
+  clock the cap leaves (model/training/power.py, an estimate); memory-bound kernels keep their rate.
 - Element-wise kernels (norms, activation functions, dropout, residual adds):
   memory-bound, bytes / (HBM x hbm_fraction).
 """
@@ -26,10 +28,11 @@ from functools import cache
 
 from gpucluster.catalog import catalog
 from gpucluster.catalog.models import Gpu, Precision
+from gpucluster.model.training.power import clock_fraction
 
 # Tensor-core inputs: fp16 and bf16 run at the same rate on every chip in the catalog.
 _SAME_RATE = {"fp16": "bf16", "bf16": "fp16"}
-_BYTES = {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "fp4": 0.5, "int8": 1}
+ELEMENT_BYTES = {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "fp4": 0.5, "int8": 1}
 DEFAULT_T0_S = 8e-6  # fallback kernel cost where nothing is measured (median of the fits)
 
 
@@ -59,7 +62,7 @@ class GemmCurve:
     def batched_time_s(self, m: float, n: float, k: float, batch: float = 1.0) -> float:
         """One kernel of `batch` independent (m x k) @ (k x n) products (cuBLAS batched/strided)."""
         t_flops = batch * 2.0 * m * n * k * wave_factor(m, n, batch, self.sms) / (self.peak_tflops * 1e12 * self.eff_max)
-        t_bytes = batch * (m * k + k * n + m * n) * _BYTES.get(self.precision, 2) / (self.hbm_gbps * 1e9)
+        t_bytes = batch * (m * k + k * n + m * n) * ELEMENT_BYTES.get(self.precision, 2) / (self.hbm_gbps * 1e9)
         return math.hypot(t_flops, t_bytes) + self.t0_s
 
     def time_s(self, m: float, n: float, k: float, count: float = 1.0) -> float:
@@ -100,26 +103,34 @@ def _lstsq2(u: list[float], v: list[float]) -> tuple[float, float]:
 
 
 def hbm_gbps(gpu: Gpu) -> float:
-    frac = gpu.efficiency.hbm_fraction.value if gpu.efficiency.hbm_fraction else _lowest_hbm_fraction()
+    frac = gpu.efficiency.hbm_fraction.value if gpu.efficiency.hbm_fraction else \
+        _lowest_hbm_fraction(gpu.architecture, gpu.vendor)
     return gpu.memory.bandwidth_tbps.value * 1000 * frac
 
 
 @cache
-def _lowest_hbm_fraction() -> float:
-    fr = [g.efficiency.hbm_fraction.value for _, g in catalog.gpus.items() if g.efficiency.hbm_fraction]
-    return float(min(fr)) if fr else 0.8  # conservative: the lowest measured fraction
+def _lowest_hbm_fraction(architecture: str = "", vendor: str = "") -> float:
+    """A chip without a STREAM figure: the lowest measured fraction among chips of its architecture (the
+    same memory controllers), else of its vendor, else of any (conservative)."""
+    chips = [(g, g.efficiency.hbm_fraction.value) for _, g in catalog.gpus.items() if g.efficiency.hbm_fraction]
+    same = ([c for c in chips if c[0].architecture == architecture and c[0].vendor == vendor]
+            or [c for c in chips if c[0].vendor == vendor] or chips)
+    return float(min(f for _, f in same)) if same else 0.8
 
 
 def _square_points(gpu: Gpu, precision: str):
+    """The chip's square GEMMs at this precision (the cloud guides' fixed sweep); where it has none, its
+    other measured shapes (best-shape searches, DeepGEMM's tables): its own figures before anyone else's."""
     same = {precision, _SAME_RATE.get(precision, precision)}
-    return [p for p in gpu.efficiency.gemm if p.precision in same and p.m == p.n == p.k]
+    mine = [p for p in gpu.efficiency.gemm if p.precision in same]
+    return [p for p in mine if p.m == p.n == p.k] or mine
 
 
 @cache
-def _measured_fits(precision: str) -> tuple[tuple[float, float], ...]:
-    """(eff_max, t0) of every chip with a measured square GEMM at this precision (one point:
-    its fraction of peak, with the default kernel cost)."""
-    out = []
+def _measured_fits(precision: str) -> tuple[tuple[float, float, str, str, str], ...]:
+    """(eff_max, t0, name, architecture, vendor) of every chip with a measured GEMM at this precision
+    (one point: its fraction of peak, with the default kernel cost)."""
+    out: list[tuple[float, float, str, str, str]] = []
     for _, g in catalog.gpus.items():
         pts = _square_points(g, precision)
         if precision not in g.peak_tflops or not pts:
@@ -127,9 +138,9 @@ def _measured_fits(precision: str) -> tuple[tuple[float, float], ...]:
         peak = g.peak_tflops[precision].value
         if len(pts) >= 2:
             a, t0 = _fit(pts, _sms(g))
-            out.append((1.0 / (a * peak * 1e12), t0))
+            out.append((1.0 / (a * peak * 1e12), t0, g.name, g.architecture, g.vendor))
         else:
-            out.append((min(1.0, pts[0].tflops / peak), DEFAULT_T0_S))
+            out.append((min(1.0, pts[0].tflops / peak), DEFAULT_T0_S, g.name, g.architecture, g.vendor))
     return tuple(out)
 
 
@@ -151,16 +162,26 @@ def gemm_curve(gpu_name: str, precision: str) -> GemmCurve:
         eff, t0 = min(1.0, p.tflops / peak), DEFAULT_T0_S
         prov = f"one measured {gpu.name} GEMM {p.m}x{p.n}x{p.k}: {p.tflops:g} TFLOP/s of {peak:g}"
     else:
-        # Conservative: the least efficient measured chip's curve (newer chips have reached a
-        # lower fraction of their datasheet peak: GB200 FP8 58%, H100 FP8 70%).
+        # A chip of the same architecture runs the same tensor cores and libraries (A100 40 GB and
+        # 80 GB; H100 and H800): its curve, the least efficient such chip's. Else, conservatively,
+        # the least efficient measured chip of the same vendor, else of any.
         fits = _measured_fits(precision) or _measured_fits(_SAME_RATE.get(precision, "bf16"))
-        eff = float(min(f[0] for f in fits)) if fits else 0.6
-        t0 = float(max(f[1] for f in fits)) if fits else DEFAULT_T0_S
-        prov = (f"no {precision} GEMM measured on {gpu.name}: the least efficient measured chip's curve "
-                f"({100 * eff:.0f}% of peak; estimate)")
+        same = ([f for f in fits if f[3] == gpu.architecture and f[4] == gpu.vendor]
+                or [f for f in fits if f[4] == gpu.vendor] or list(fits))
+        if same:
+            eff, t0, donor = min(same)[:3]
+            kin = ("same architecture" if min(same)[3] == gpu.architecture else
+                   "least efficient measured chip of the vendor" if min(same)[4] == gpu.vendor else
+                   "least efficient measured chip")
+            prov = (f"no {precision} GEMM measured on {gpu.name}: {donor}'s curve ({kin}; "
+                    f"{100 * eff:.0f}% of peak; estimate)")
+        else:
+            eff, t0 = 0.6, DEFAULT_T0_S
+            prov = f"no {precision} GEMM measured anywhere: 60% of peak assumed (estimate)"
     sus, sus_prov = sustained(gpu.name, precision)
-    return GemmCurve(gpu.name, precision, peak, min(eff, 1.0) * sus, t0, hbm_gbps(gpu), f"{prov}; x {sus:g} {sus_prov}",
-                     _sms(gpu))
+    clock, clock_prov = clock_fraction(gpu.name)
+    prov = f"{prov}; x {sus:g} {sus_prov}" + (f"; {clock_prov}" if clock_prov else "")
+    return GemmCurve(gpu.name, precision, peak, min(eff, 1.0) * sus * clock, t0, hbm_gbps(gpu), prov, _sms(gpu))
 
 
 # A chip with no published training run of its own at this precision: its microbenchmark
@@ -189,7 +210,7 @@ def attention_tflops(gpu_name: str) -> tuple[float, str]:
     gpu = catalog.gpus.get(gpu_name)
     half: Precision = "bf16" if "bf16" in gpu.peak_tflops else "fp16"
     meas = gpu.efficiency.attention_tflops
-    sus = sustained(gpu_name, half)[0]
+    sus = sustained(gpu_name, half)[0] * clock_fraction(gpu_name)[0]
     if meas is not None:
         return meas.value * sus, f"measured: {gpu.sources[meas.source].title[:60]} x {sus:g} sustained"
     fracs = [g.efficiency.attention_tflops.value / g.peak_tflops["bf16"].value

@@ -30,7 +30,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpucluster.catalog import catalog
-from gpucluster.model.training.compute import GemmCurve, attention_tflops, gemm_curve, hbm_gbps
+from gpucluster.model.training import attention
+from gpucluster.model.training.compute import GemmCurve, gemm_curve, hbm_gbps, sustained
+from gpucluster.model.training.grouped_gemm import expert_gemm_s, permute_bytes
+from gpucluster.model.training.power import clock_fraction
 from gpucluster.model.transformer_flops import layer_gemms
 from gpucluster.specs.workload import TransformerSpec, filled
 
@@ -104,10 +107,20 @@ def layer_kernels(spec: TransformerSpec, gpu_name: str, precision: str, micro_ba
             # Transformer Engine casts each GEMM input to FP8 (amax, scale, a transposed copy for
             # the backward): read 2 bytes, write 2 x 1 byte per input element, fused per GEMM.
             memory(4 * g.m * g.k * g.count)
-        # The busiest expert rank sets the pace of the expert GEMMs.
-        gemm(g.m * (imbalance if g.name.startswith("expert_") else 1.0), g.n, g.k, g.count)
+        if g.name.startswith("expert_"):
+            # One grouped kernel for the local experts (model/training/grouped_gemm.py); the busiest
+            # expert rank (imbalance) sets the pace.
+            f_s, b_s, n_k = expert_gemm_s(curve, g.m, g.n, g.k, int(g.count), imbalance)
+            t["gemm"] += f_s
+            t["backward"] += b_s
+            count["all"] += n_k
+            if g.name == "expert_fc1":   # token permutation into expert order and back (two kernels)
+                memory(permute_bytes(g.m * imbalance * g.count, spec.experts_per_token, h))
+                count["all"] += 1
+        else:
+            gemm(g.m, g.n, g.k, g.count)
         if g.name in ("qkv", "q_proj", "kv_up"):
-            fwd, bwd, n = _attention(spec, micro_batch, tp, cp, seq_len, flash, half, gpu_name, bw)
+            fwd, bwd, n = _attention(spec, micro_batch, tp, cp, seq_len, flash, half, gpu_name, bw, kernel)
             t["core"] += fwd
             t["backward"] += bwd
             count["all"] += n
@@ -128,25 +141,32 @@ def layer_kernels(spec: TransformerSpec, gpu_name: str, precision: str, micro_ba
 
 
 def _attention(spec: TransformerSpec, micro_batch: int, tp: int, cp: int, seq_len: int, flash: bool,
-               half: GemmCurve, gpu_name: str, bw: float) -> tuple[float, float, int]:
+               half: GemmCurve, gpu_name: str, bw: float, kernel: str = "default",
+               framework_default: str | None = None) -> tuple[float, float, int]:
     """GPU seconds of the attention core's forward and backward (one fused kernel, or the unfused
-    bmm / softmax / dropout / bmm chain), and its forward kernel count."""
+    bmm / softmax / dropout / bmm chain), and its forward kernel count. `kernel`: a name of
+    model/training/attention.py ("default": the chip generation's, or `framework_default`)."""
     heads = spec.heads // tp
     q = seq_len / cp
     if spec.attention == "mla":
         qk, v = spec.qk_head_dim, spec.v_dim
     else:
         qk = v = filled(spec.head_dim)
-    if flash:
-        rate, _ = attention_tflops(gpu_name)
-        # Causal: each query sees half the keys on average (masked blocks skipped).
-        flops = 2 * micro_batch * heads * q * (seq_len / 2) * (qk + v)
-        t = flops / (rate * 1e12)
+    window = spec.sliding_window
+    name = "unfused" if not flash else attention.resolve_on(kernel, gpu_name, framework_default)
+    if name != "unfused":
+        # Causal: each query sees half the keys on average (masked blocks skipped); a sliding window fewer.
+        keys = attention.keys_per_query(seq_len, True, window)
+        flops = 2 * micro_batch * heads * q * keys * (qk + v)
+        fwd, bwd = attention.attention_times_s(gpu_name, name, flops, seq_len, cp, (qk + v) / 2, True, window,
+                                               sustained=sustained(gpu_name, half.precision)[0] *
+                                               clock_fraction(gpu_name)[0])
         # With context parallelism the ring runs one attention kernel per K/V block received.
-        return t, FLASH_BACKWARD_FACTOR * t, cp
+        return fwd, bwd, cp
+    keys = min(seq_len, window) if window else seq_len  # unfused windowed: a banded score matrix
     batch = micro_batch * heads
-    scores = batch * q * seq_len
-    bmm = half.batched_time_s(q, seq_len, qk, batch) + half.batched_time_s(q, v, seq_len, batch)
+    scores = batch * q * keys
+    bmm = half.batched_time_s(q, keys, qk, batch) + half.batched_time_s(q, v, keys, batch)
     softmax, dropout = 4 * scores / bw, 5 * scores / bw           # fused scale-mask-softmax; dropout + mask
     permute = 4 * micro_batch * q * heads * v / bw                # context back to [s, b, h]
     return bmm + softmax + dropout + permute, 2 * bmm + 1.5 * softmax + dropout + permute, 5
