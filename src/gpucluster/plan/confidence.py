@@ -10,11 +10,15 @@ achieved should know the tool knows it too.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
 
 from gpucluster.catalog import catalog
 from gpucluster.model.training.compute import attention_tflops, gemm_curve, sustained
 from gpucluster.model.training.layout import Layout
+
+if TYPE_CHECKING:
+    from gpucluster.model.uncertainty import Interval
 
 _HALF = {"fp16": "bf16", "bf16": "fp16"}
 
@@ -65,3 +69,46 @@ def confidence(gpu_name: str, lay: Layout, mfu: float) -> Confidence:
     else:
         out.append(f"no published {lay.precision} training run on {gpu.name} to compare the MFU with")
     return Confidence(out, above, best)
+
+
+def step_interval(plan: Any, est: Any = None) -> Interval:
+    """The calibrated interval (catalog/data/intervals.yaml) of a plan's step time: of its best
+    layout, or of `est`, one of its ranked layouts (the regime is the plan's: chip, precision,
+    stack, kernel, scale and model)."""
+    from gpucluster.catalog.intervals import training_interval, training_point
+
+    e = est if est is not None else plan.best
+    lay = e.layout
+    point = training_point(plan.target.fabric.gpu_name, lay.precision, framework=getattr(lay, "framework", None),
+                           attention=getattr(lay, "attention_kernel", None), fused=lay.flash_attention,
+                           gpus=plan.target.gpus, seq_len=plan.seq_len, moe=plan.spec.experts > 1)
+    iv = training_interval(e.step_s, point)
+    # No step runs faster than the chip's peak on the FLOPs it executes (HFU 100%).
+    floor = e.step_s * min(1.0, e.hfu)
+    return replace(iv, lo=max(iv.lo, floor)) if iv.lo < floor else iv
+
+
+def distinguishable(best: Interval, other: Interval) -> bool:
+    """Whether two layouts' predicted step times are told apart by the model's accuracy: neither
+    point lies inside the other's interval."""
+    return not (best.contains(other.point) or other.contains(best.point))
+
+
+def serving_intervals(o: Any, rate: float, output_tokens: float, *, moe: bool, engine: str | None) -> dict[str, Interval]:
+    """The calibrated intervals of one serving deployment's figures (plan/serve_search.py Option):
+    its capacity per replica (a throughput), TTFT and TPOT p50/p99 (times), and the cost per
+    million tokens, which scales as the time per token (the replicas needed for the rate)."""
+    from gpucluster.catalog.intervals import serving_interval, serving_point
+
+    point = serving_point(o.hardware, engine=engine, moe=moe)
+    p = o.point
+    out = {"per_replica_rate": serving_interval(o.per_replica_rate, "throughput", point, rate=True)}
+    for name, metric, value in (("ttft_p50_s", "ttft", p.ttft_p50), ("ttft_p99_s", "ttft", p.ttft_p99),
+                                ("tpot_p50_s", "tpot", p.tpot_p50), ("tpot_p99_s", "tpot", p.tpot_p99)):
+        if value is not None and value == value and value != float("inf"):
+            out[name] = serving_interval(value, metric, point)  # type: ignore[arg-type]
+    for name, own in (("usd_per_mtok", False), ("own_usd_per_mtok", True)):
+        usd = o.usd_per_mtok(rate, output_tokens, own=own)
+        if usd is not None:
+            out[name] = serving_interval(usd, "throughput", point)
+    return out

@@ -1,0 +1,142 @@
+"""The calibrated interval table (data/intervals.yaml), written by benchmarks/calibrate_intervals.py
+from the leave-one-source-out errors of the public validation files, and the intervals of
+training and serving predictions it gives (model/uncertainty.py says how).
+
+The table records where it comes from (files, commit, method); nothing here is fitted at
+run time. Loaded on first use only, so `plan` start-up does not pay for it."""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from gpucluster.model.regime import (DEFAULT_ENGINE, DEFAULT_FRAMEWORK, SERVING_FEATURES, TRAINING_FEATURES, Validated,
+                                     attention_name, chip_key, serving_features, training_features)
+from gpucluster.model.uncertainty import Band, Interval, interval
+
+PATH = Path(__file__).parent / "data" / "intervals.yaml"
+SERVING_METRICS = ("throughput", "ttft", "tpot")
+
+
+class _M(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Provenance(_M):
+    method: str
+    script: str
+    files: list[str]
+    commit: str
+    generated: str
+
+
+class ValidatedSets(_M):
+    chips: list[str]
+    frameworks: list[str]
+    attention: list[str] = []
+    gpus: list[int] | None = None
+    seq_len: list[int] | None = None
+
+    def sets(self) -> Validated:
+        return Validated(frozenset(self.chips), frozenset(self.frameworks), frozenset(self.attention),
+                         tuple(self.gpus) if self.gpus else None,  # type: ignore[arg-type]
+                         tuple(self.seq_len) if self.seq_len else None)  # type: ignore[arg-type]
+
+
+class BandRow(_M):
+    regime: dict[str, bool]
+    lo: float = Field(gt=0)
+    hi: float = Field(gt=0)
+    cases: int
+    sources: int
+
+    def band(self) -> Band:
+        return Band(self.regime, self.lo, self.hi, self.cases, self.sources)
+
+
+class Fallback(_M):
+    lo: float = Field(gt=0, le=1)
+    hi: float = Field(ge=1)
+    why: str
+
+
+class Bands(_M):
+    quantity: str
+    bands: list[BandRow]
+    coverage: dict[str, Any] | None = None
+
+
+class Part(_M):
+    features: list[str]
+    validated: ValidatedSets
+    fallback: Fallback
+
+
+class TrainingPart(Part, Bands):
+    pass
+
+
+class ServingPart(Part):
+    metrics: dict[str, Bands]
+
+
+class IntervalTable(_M):
+    schema_: Literal["gpucluster-intervals/v1"] = Field(alias="schema")
+    level: float = Field(gt=0, lt=1)
+    min_cases: int
+    min_sources: int
+    widen: float = Field(ge=1)
+    widen_why: str
+    source: Provenance
+    training: TrainingPart
+    serving: ServingPart
+
+
+@cache
+def table(path: Path = PATH) -> IntervalTable:
+    from gpucluster.specs.loader import load_yaml, parse_data
+
+    data, lines = load_yaml(path)
+    return parse_data(IntervalTable, data, str(path), lines)
+
+
+def _fallback(part: Part) -> tuple[float, float]:
+    return part.fallback.lo, part.fallback.hi
+
+
+def training_point(gpu: str, precision: str, *, framework: str | None, attention: str | None, fused: bool,
+                   gpus: int, seq_len: int, moe: bool) -> dict[str, Any]:
+    return {"chip": chip_key(gpu, precision), "framework": framework or DEFAULT_FRAMEWORK,
+            "attention": attention_name(attention, fused), "gpus": gpus, "seq_len": seq_len, "moe": moe}
+
+
+def training_interval(step_s: float, point: dict[str, Any], rate: bool = False) -> Interval:
+    """The interval of a predicted step time (or, rate=True, of a throughput) at this point."""
+    t = table()
+    part = t.training
+    feats = training_features(point, part.validated.sets())
+    return interval(step_s, [b.band() for b in part.bands], feats, TRAINING_FEATURES, widen=t.widen,
+                    fallback=_fallback(part), level=t.level, rate=rate)
+
+
+def serving_point(gpu: str, *, engine: str | None, moe: bool) -> dict[str, Any]:
+    return {"chip": gpu, "framework": engine or DEFAULT_ENGINE, "moe": moe}
+
+
+def serving_interval(value: float, metric: Literal["throughput", "ttft", "tpot"], point: dict[str, Any],
+                     rate: bool = False) -> Interval:
+    """The interval of a serving figure: metric names whose residuals set it (a throughput's with
+    rate=True; a cost per token scales as the time per token: metric throughput, rate=False)."""
+    t = table()
+    part = t.serving
+    feats = serving_features(point, part.validated.sets())
+    rows = part.metrics[metric].bands or (part.metrics["throughput"].bands if metric == "tpot" else [])
+    return interval(value, [b.band() for b in rows], feats, SERVING_FEATURES, widen=t.widen,
+                    fallback=_fallback(part), level=t.level, rate=rate)
+
+
+__all__ = ["SERVING_METRICS", "IntervalTable", "serving_interval", "serving_point", "table", "training_interval",
+           "training_point"]
