@@ -41,9 +41,9 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import cross_validate as cv  # noqa: E402  (owned by the training model's fit; only its functions are used)
 
 from gpucluster.catalog import catalog  # noqa: E402
-from gpucluster.catalog.intervals import PATH  # noqa: E402
-from gpucluster.model.regime import (DEFAULT_ENGINE, DEFAULT_FRAMEWORK, SERVING_FEATURES, TRAINING_FEATURES,  # noqa: E402
-                                     Validated, attention_name, chip_key, serving_features, training_features)
+from gpucluster.catalog.intervals import PATH, case_point  # noqa: E402
+from gpucluster.model.regime import (DEFAULT_FRAMEWORK, SERVING_FEATURES, TRAINING_FEATURES, Validated,  # noqa: E402
+                                     serving_features, training_features)
 from gpucluster.model.uncertainty import (LEVEL, MIN_CASES, MIN_SOURCES, Residual, build_bands, coverage,  # noqa: E402
                                           factors)
 from gpucluster.specs.validation_case import Case  # noqa: E402
@@ -69,27 +69,18 @@ SERVING_METRIC = {"tokens_per_s": ("throughput", -1), "tokens_per_s_per_gpu": ("
                   "latency_s": ("throughput", 1), "ttft_s": ("ttft", 1), "tpot_s": ("tpot", 1)}
 
 
-def _get(section: Any, name: str) -> Any:
-    """A field of a case section that may be a dict or a model (the frameworks and serving work add fields)."""
-    if section is None:
-        return None
-    return section.get(name) if isinstance(section, dict) else getattr(section, name, None)
-
-
 def training_point(c: Case) -> dict[str, Any]:
-    tr, model, hw = getattr(c, "training", None) or {}, getattr(c, "model", None) or {}, c.hardware or {}
-    gpu = catalog.gpus.get(hw["gpu"]).name
-    return {"chip": chip_key(gpu, _get(tr, "precision") or "bf16"),
-            "framework": _get(tr, "framework") or DEFAULT_FRAMEWORK,
-            "attention": attention_name(_get(tr, "attention")), "gpus": hw["gpus"],
-            "seq_len": model.get("seq_len"), "moe": (model.get("experts") or 1) > 1}
+    return case_point(c)
 
 
 def serving_point(c: Case) -> dict[str, Any]:
-    model, hw = getattr(c, "model", None) or {}, c.hardware or {}
-    return {"chip": catalog.gpus.get(hw["gpu"]).name,
-            "framework": _get(getattr(c, "serving", None), "engine") or DEFAULT_ENGINE,
-            "moe": (model.get("experts") or 1) > 1}
+    return case_point(c)
+
+
+def _get(section: Any, name: str) -> Any:
+    if section is None:
+        return None
+    return section.get(name) if isinstance(section, dict) else getattr(section, name, None)
 
 
 def _load(names: tuple[str, ...], kind: str) -> list[Case]:

@@ -138,5 +138,57 @@ def serving_interval(value: float, metric: Literal["throughput", "ttft", "tpot"]
                     fallback=_fallback(part), level=t.level, rate=rate)
 
 
-__all__ = ["SERVING_METRICS", "IntervalTable", "serving_interval", "serving_point", "table", "training_interval",
-           "training_point"]
+def _get(section: Any, name: str) -> Any:
+    """A field of a case section that may be a dict or a model (stacks add fields over time)."""
+    if section is None:
+        return None
+    return section.get(name) if isinstance(section, dict) else getattr(section, name, None)
+
+
+def case_point(case: Any) -> dict[str, Any]:
+    """The regime description of a validation case (training or inference), from its stated
+    fields only (never its source or notes): chip, stack, attention kernel, scale, MoE."""
+    from gpucluster.catalog import catalog
+
+    model, hw = getattr(case, "model", None) or {}, case.hardware or {}
+    gpu = catalog.gpus.get(hw["gpu"]).name
+    moe = (_get(model, "experts") or 1) > 1
+    if case.kind == "training":
+        tr = getattr(case, "training", None) or {}
+        return training_point(gpu, _get(tr, "precision") or "bf16", framework=_get(tr, "framework"),
+                              attention=_get(tr, "attention"), fused=True, gpus=hw["gpus"],
+                              seq_len=_get(model, "seq_len") or 0, moe=moe)
+    return serving_point(gpu, engine=_get(getattr(case, "serving", None), "engine"), moe=moe)
+
+
+def calibrated_on(path: str | Path) -> bool:
+    """Whether the table was calibrated on a file of this name (its coverage there is in-sample)."""
+    return any(Path(f).name == Path(path).name for f in table().source.files)
+
+
+# What each validated metric is, for its interval: (table part, metric group, a rate?)
+CASE_METRICS: dict[str, tuple[str, str, bool]] = {
+    "iteration_s": ("training", "step", False), "tflops_per_gpu": ("training", "step", True),
+    "tokens_per_s_per_gpu": ("training", "step", True), "mfu": ("training", "step", True),
+    "tokens_per_s": ("serving", "throughput", True), "latency_s": ("serving", "throughput", False),
+    "ttft_s": ("serving", "ttft", False), "tpot_s": ("serving", "tpot", False)}
+
+
+def case_interval(case: Any, metric: str, predicted: float) -> Interval | None:
+    """The interval of a validation case's predicted metric (None: a kind or metric without one)."""
+    if case.kind not in ("training", "inference"):
+        return None
+    key = metric
+    if case.kind == "inference" and metric == "tokens_per_s_per_gpu":
+        key = "tokens_per_s"
+    part, group, rate = CASE_METRICS.get(key, ("", "", False))
+    if (part == "training") != (case.kind == "training") or not part:
+        return None
+    point = case_point(case)
+    if part == "training":
+        return training_interval(predicted, point, rate=rate)
+    return serving_interval(predicted, group, point, rate=rate)  # type: ignore[arg-type]
+
+
+__all__ = ["SERVING_METRICS", "IntervalTable", "case_interval", "case_point", "serving_interval", "serving_point",
+           "table", "training_interval", "training_point"]

@@ -32,10 +32,10 @@ from typing import Any
 from gpucluster.model.regime import UNVALIDATED, describe
 
 LEVEL = 0.8
-# An 80% interval needs at least five residuals (below that its 10th/90th percentiles are the extremes)
-# and two sources (one source's errors share its setup, not the model's).
-MIN_CASES = 5
-MIN_SOURCES = 2
+# An 80% interval needs at least eight residuals (below that its 10th/90th percentiles are the extremes)
+# from three sources (one or two sources share their setups: a band on them misses the next source).
+MIN_CASES = 8
+MIN_SOURCES = 3
 
 
 @dataclass(frozen=True)
