@@ -41,7 +41,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import cross_validate as cv  # noqa: E402  (owned by the training model's fit; only its functions are used)
 
 from gpucluster.catalog import catalog  # noqa: E402
-from gpucluster.catalog.intervals import PATH, case_point  # noqa: E402
+from gpucluster.catalog.intervals import PATH  # noqa: E402
+from gpucluster.model.intervals import case_point  # noqa: E402
 from gpucluster.model.regime import (DEFAULT_FRAMEWORK, SERVING_FEATURES, TRAINING_FEATURES, Validated,  # noqa: E402
                                      serving_features, training_features)
 from gpucluster.model.uncertainty import (LEVEL, MIN_CASES, MIN_SOURCES, Residual, build_bands, coverage,  # noqa: E402

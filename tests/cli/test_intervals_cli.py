@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "documents"))
-from doc_helpers import invoke  # noqa: E402
+from doc_helpers import invoke
 
 TRAIN = ["plan", "train", "--gpu", "H100:8", "--nodes", "2", "--model", "llama2-7b", "--tokens", "100B"]
 SERVE = ["plan", "serve", "--model", "llama3-8b", "--rate", "10", "--gpu", "H100:8", "--compare", "A100-SXM4-80GB"]

@@ -139,7 +139,8 @@ def test_regime_classifier():
 
 
 def test_the_shipped_table_loads_and_gives_intervals():
-    from gpucluster.catalog.intervals import serving_interval, serving_point, table, training_interval, training_point
+    from gpucluster.catalog.intervals import table
+    from gpucluster.model.intervals import serving_interval, serving_point, training_interval, training_point
 
     t = table()
     assert t.level == 0.8 and t.training.features == list(TRAINING_FEATURES)

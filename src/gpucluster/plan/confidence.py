@@ -75,7 +75,7 @@ def step_interval(plan: Any, est: Any = None) -> Interval:
     """The calibrated interval (catalog/data/intervals.yaml) of a plan's step time: of its best
     layout, or of `est`, one of its ranked layouts (the regime is the plan's: chip, precision,
     stack, kernel, scale and model)."""
-    from gpucluster.catalog.intervals import training_interval, training_point
+    from gpucluster.model.intervals import training_interval, training_point
 
     e = est if est is not None else plan.best
     lay = e.layout
@@ -98,7 +98,7 @@ def serving_intervals(o: Any, rate: float, output_tokens: float, *, moe: bool, e
     """The calibrated intervals of one serving deployment's figures (plan/serve_search.py Option):
     its capacity per replica (a throughput), TTFT and TPOT p50/p99 (times), and the cost per
     million tokens, which scales as the time per token (the replicas needed for the rate)."""
-    from gpucluster.catalog.intervals import serving_interval, serving_point
+    from gpucluster.model.intervals import serving_interval, serving_point
 
     point = serving_point(o.hardware, engine=engine, moe=moe)
     p = o.point

@@ -47,7 +47,8 @@ def _interval(case, metric: str, value: float | None, measured: float, path: str
     """The calibrated interval of one prediction and whether the measurement lies in it."""
     if value is None or case.kind not in ("training", "inference"):
         return {}
-    from gpucluster.catalog.intervals import calibrated_on, case_interval
+    from gpucluster.catalog.intervals import calibrated_on
+    from gpucluster.model.intervals import case_interval
     from gpucluster.errors import UserError
 
     try:
