@@ -96,7 +96,8 @@ def leave_one_out(cases: list[Case], group: Callable[[Case], str]) -> list[tuple
         held = [c for c in cases if group(c) == g]
         rest = [c for c in cases if group(c) != g]
         fitted = cv.fit(rest)
-        errs = cv.errors(held, *fitted)
+        # cross_validate.fit returns what its errors() takes after the cases (a tuple today)
+        errs = cv.errors(held, *fitted) if isinstance(fitted, tuple) else cv.errors(held, fitted)
         covered = Validated.of(points[c.id] for c in rest)
         out += [(c, errs[c.id], points[c.id], covered) for c in held if c.id in errs]
     return out

@@ -172,8 +172,8 @@ def factors(bands: Sequence[Band], features: Mapping[str, bool], order: Sequence
         lo, hi = math.exp(min(0.0, math.log(b.lo)) * k), math.exp(max(0.0, math.log(b.hi)) * k)
         pooled = "" if len(b.regime) == len(order) else (
             f"; pooled with {describe(b.regime) or 'all regimes'}" if b.regime else "; pooled over all regimes")
-        wid = (f"; widened x{k:.2g} (log) for {', '.join(d.replace('_', ' ') for d in found.dropped_unvalidated)} "
-               f"outside the public runs") if found.dropped_unvalidated else ""
+        wid = (f"; widened x{k:.2g} in log space for {describe({d: features[d] for d in found.dropped_unvalidated})}"
+               ) if found.dropped_unvalidated else ""
         basis = (f"leave-one-source-out errors of {b.cases} public cases from {b.sources} sources{pooled}{wid}")
     return min(lo, 1.0), max(hi, 1.0), basis, found
 
