@@ -6,6 +6,11 @@ terminal, the JSON (`assumptions`, `confidence`) and the HTML, and says when its
 above the best published run on that chip and precision (catalog
 `efficiency.best_published_mfu`), because a practitioner who sees an MFU nobody has
 achieved should know the tool knows it too.
+
+Beside the assumptions, every figure carries a calibrated interval (step_interval,
+serving_intervals): the cross-validated errors of the regime the plan falls in
+(model/intervals.py, catalog/data/intervals.yaml), so a plan says how far it can be trusted,
+and which of its ranked layouts its accuracy cannot tell apart (distinguishable).
 """
 
 from __future__ import annotations
