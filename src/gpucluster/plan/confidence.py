@@ -102,18 +102,23 @@ def distinguishable(best: Interval, other: Interval) -> bool:
 def serving_intervals(o: Any, rate: float, output_tokens: float, *, moe: bool, engine: str | None) -> dict[str, Interval]:
     """The calibrated intervals of one serving deployment's figures (plan/serve_search.py Option):
     its capacity per replica (a throughput), TTFT and TPOT p50/p99 (times), and the cost per
-    million tokens, which scales as the time per token (the replicas needed for the rate)."""
+    million tokens, which scales as the whole replicas the rate needs at the capacity's bounds."""
+    import math
+
     from gpucluster.model.intervals import serving_interval, serving_point
 
     point = serving_point(o.hardware, engine=engine, moe=moe)
     p = o.point
-    out = {"per_replica_rate": serving_interval(o.per_replica_rate, "throughput", point, rate=True)}
+    cap = serving_interval(o.per_replica_rate, "throughput", point, rate=True)
+    out = {"per_replica_rate": cap}
     for name, metric, value in (("ttft_p50_s", "ttft", p.ttft_p50), ("ttft_p99_s", "ttft", p.ttft_p99),
                                 ("tpot_p50_s", "tpot", p.tpot_p50), ("tpot_p99_s", "tpot", p.tpot_p99)):
         if value is not None and value == value and value != float("inf"):
             out[name] = serving_interval(value, metric, point)  # type: ignore[arg-type]
     for name, own in (("usd_per_mtok", False), ("own_usd_per_mtok", True)):
         usd = o.usd_per_mtok(rate, output_tokens, own=own)
-        if usd is not None:
-            out[name] = serving_interval(usd, "throughput", point)
+        if usd is not None and o.replicas:
+            few, many = math.ceil(rate / cap.hi - 1e-9), math.ceil(rate / cap.lo - 1e-9)
+            out[name] = replace(cap, point=usd, lo=usd * min(few, o.replicas) / o.replicas,
+                                hi=usd * max(many, o.replicas) / o.replicas)
     return out
