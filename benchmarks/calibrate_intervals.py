@@ -43,12 +43,12 @@ import cross_validate as cv  # noqa: E402  (owned by the training model's fit; o
 from gpucluster.catalog import catalog  # noqa: E402
 from gpucluster.catalog.intervals import PATH  # noqa: E402
 from gpucluster.model.intervals import case_point  # noqa: E402
-from gpucluster.model.regime import (DEFAULT_FRAMEWORK, SERVING_FEATURES, TRAINING_FEATURES, Validated,  # noqa: E402
+from gpucluster.model.regime import (DEFAULT_ENGINE, DEFAULT_FRAMEWORK, SERVING_FEATURES, TRAINING_FEATURES, Validated,  # noqa: E402
                                      serving_features, training_features)
 from gpucluster.model.uncertainty import (LEVEL, MIN_CASES, MIN_SOURCES, Residual, build_bands, coverage,  # noqa: E402
                                           factors)
 from gpucluster.specs.validation_case import Case  # noqa: E402
-from gpucluster.validate.runner import load_file  # noqa: E402
+from gpucluster.validate.runner import load_file, stack_defaults  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "validation"
 TRAINING_FILES = ("training-public.yaml", "training-vtrain-single-public.yaml", "training-sharded-public.yaml")
@@ -71,11 +71,11 @@ SERVING_METRIC = {"tokens_per_s": ("throughput", -1), "tokens_per_s_per_gpu": ("
 
 
 def training_point(c: Case) -> dict[str, Any]:
-    return case_point(c)
+    return case_point(c, stack_defaults())
 
 
 def serving_point(c: Case) -> dict[str, Any]:
-    return case_point(c)
+    return case_point(c, stack_defaults())
 
 
 def _get(section: Any, name: str) -> Any:
@@ -130,7 +130,7 @@ def _errors_by(rows: list[tuple[Case, float, dict[str, Any], Validated]], key: C
 def training(cases: list[Case]) -> dict[str, Any]:
     loso = leave_one_out(cases, cv.source_key)
     residuals = [Residual(c.id, cv.source_key(c), training_features(p, v), 1 / (1 + e)) for c, e, p, v in loso]
-    framework = lambda c: _get(getattr(c, "training", None), "framework") or DEFAULT_FRAMEWORK  # noqa: E731
+    framework = lambda c: training_point(c)["framework"]  # noqa: E731
     chip = lambda c: catalog.gpus.get((c.hardware or {})["gpu"]).name  # noqa: E731
     lofo, loco = leave_one_out(cases, framework), leave_one_out(cases, chip)
     return {"residuals": residuals, "validated": Validated.of(training_point(c) for c in cases),
@@ -202,9 +202,11 @@ def table(tr: dict[str, Any], sv: dict[str, Any]) -> dict[str, Any]:
                    "script": "benchmarks/calibrate_intervals.py", "files": files, "commit": _commit(),
                    "generated": dt.date.today().isoformat()},
         "training": {"quantity": "step time (measured / predicted)", "features": list(TRAINING_FEATURES),
+                     "default_stack": stack_defaults()["framework"] or DEFAULT_FRAMEWORK,
                      "validated": tr["validated"].to_json(), "fallback": FALLBACK,
                      "bands": _bands(tr["residuals"], TRAINING_FEATURES), "coverage": _cov_json(tr["coverage"])},
-        "serving": {"features": list(SERVING_FEATURES), "validated": sv["validated"].to_json()
+        "serving": {"features": list(SERVING_FEATURES), "default_stack": stack_defaults()["engine"] or DEFAULT_ENGINE,
+                    "validated": sv["validated"].to_json()
                     | {"attention": [], "gpus": None, "seq_len": None}, "fallback": FALLBACK,
                     "metrics": {m: {"quantity": f"{m} as a time (measured / predicted; throughput inverted)",
                                     "bands": _bands(v["residuals"], SERVING_FEATURES),

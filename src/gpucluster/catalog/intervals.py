@@ -60,6 +60,8 @@ class Bands(_M):
 
 class Part(_M):
     features: list[str]
+    default_stack: str | None = Field(None, description="the framework (serving: engine) of the cases that state none; "
+                                                        "a plan that states none is classed with them")
     validated: ValidatedSets
     fallback: Fallback
 

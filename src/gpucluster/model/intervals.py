@@ -30,7 +30,7 @@ def _fallback(part: Part) -> tuple[float, float]:
 
 def training_point(gpu: str, precision: str, *, framework: str | None, attention: str | None, fused: bool,
                    gpus: int, seq_len: int, moe: bool) -> dict[str, Any]:
-    return {"chip": chip_key(gpu, precision), "framework": framework or DEFAULT_FRAMEWORK,
+    return {"chip": chip_key(gpu, precision), "framework": framework or table().training.default_stack or DEFAULT_FRAMEWORK,
             "attention": attention_name(attention, fused), "gpus": gpus, "seq_len": seq_len, "moe": moe}
 
 
@@ -44,7 +44,7 @@ def training_interval(step_s: float, point: dict[str, Any], rate: bool = False) 
 
 
 def serving_point(gpu: str, *, engine: str | None, moe: bool) -> dict[str, Any]:
-    return {"chip": gpu, "framework": engine or DEFAULT_ENGINE, "moe": moe}
+    return {"chip": gpu, "framework": engine or table().serving.default_stack or DEFAULT_ENGINE, "moe": moe}
 
 
 def serving_interval(value: float, metric: Literal["throughput", "ttft", "tpot"], point: dict[str, Any],
@@ -66,9 +66,12 @@ def _get(section: Any, name: str) -> Any:
     return section.get(name) if isinstance(section, dict) else getattr(section, name, None)
 
 
-def case_point(case: Any) -> dict[str, Any]:
+def case_point(case: Any, defaults: dict[str, str | None] | None = None) -> dict[str, Any]:
     """The regime description of a validation case (training or inference), from its stated
-    fields only (never its source or notes): chip, stack, attention kernel, scale, MoE."""
+    fields only (never its source or notes): chip, stack, attention kernel, scale, MoE. A stack
+    the case does not state is `defaults` (framework, engine: the predictors' documented
+    defaults, validate/runner.py stack_defaults), else regime.DEFAULT_FRAMEWORK / DEFAULT_ENGINE."""
+    defaults = defaults or {}
     from gpucluster.catalog import catalog
 
     model, hw = getattr(case, "model", None) or {}, case.hardware or {}
@@ -76,10 +79,12 @@ def case_point(case: Any) -> dict[str, Any]:
     moe = (_get(model, "experts") or 1) > 1
     if case.kind == "training":
         tr = getattr(case, "training", None) or {}
-        return training_point(gpu, _get(tr, "precision") or "bf16", framework=_get(tr, "framework"),
+        framework = _get(tr, "framework") or defaults.get("framework") or DEFAULT_FRAMEWORK
+        return training_point(gpu, _get(tr, "precision") or "bf16", framework=framework,
                               attention=_get(tr, "attention"), fused=True, gpus=hw["gpus"],
                               seq_len=_get(model, "seq_len") or 0, moe=moe)
-    return serving_point(gpu, engine=_get(getattr(case, "serving", None), "engine"), moe=moe)
+    engine = _get(getattr(case, "serving", None), "engine") or defaults.get("engine") or DEFAULT_ENGINE
+    return serving_point(gpu, engine=engine, moe=moe)
 
 
 # What each validated metric is, for its interval: (table part, metric group, a rate?)
@@ -90,7 +95,8 @@ CASE_METRICS: dict[str, tuple[str, str, bool]] = {
     "ttft_s": ("serving", "ttft", False), "tpot_s": ("serving", "tpot", False)}
 
 
-def case_interval(case: Any, metric: str, predicted: float) -> Interval | None:
+def case_interval(case: Any, metric: str, predicted: float,
+                  defaults: dict[str, str | None] | None = None) -> Interval | None:
     """The interval of a validation case's predicted metric (None: a kind or metric without one)."""
     if case.kind not in ("training", "inference"):
         return None
@@ -100,7 +106,7 @@ def case_interval(case: Any, metric: str, predicted: float) -> Interval | None:
     part, group, rate = CASE_METRICS.get(key, ("", "", False))
     if (part == "training") != (case.kind == "training") or not part:
         return None
-    point = case_point(case)
+    point = case_point(case, defaults)
     if part == "training":
         return training_interval(predicted, point, rate=rate)
     return serving_interval(predicted, group, point, rate=rate)  # type: ignore[arg-type]

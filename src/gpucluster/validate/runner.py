@@ -43,6 +43,23 @@ class CaseResult:
         return d
 
 
+def stack_defaults() -> dict[str, str | None]:
+    """The framework and engine a case runs when it states none: the predictors' documented
+    defaults (their `framework` / `engine` field defaults or STACK_DEFAULTS), None where the
+    predictor has no such field (model/regime.py's defaults then apply)."""
+    from gpucluster.validate.inference_predictor import Serving
+    from gpucluster.validate.training_predictor import STACK_DEFAULTS, Training
+
+    def default(model: type, name: str, table: dict | None = None) -> str | None:
+        field = model.model_fields.get(name)  # type: ignore[attr-defined]
+        value = field.default if field is not None else None
+        if not isinstance(value, str) and table is not None:
+            value = table.get(name)
+        return value if isinstance(value, str) else None
+
+    return {"framework": default(Training, "framework", STACK_DEFAULTS), "engine": default(Serving, "engine")}
+
+
 def _interval(case, metric: str, value: float | None, measured: float, path: str | Path) -> dict:
     """The calibrated interval of one prediction and whether the measurement lies in it."""
     if value is None or case.kind not in ("training", "inference"):
@@ -52,7 +69,7 @@ def _interval(case, metric: str, value: float | None, measured: float, path: str
     from gpucluster.errors import UserError
 
     try:
-        iv = case_interval(case, metric, value)
+        iv = case_interval(case, metric, value, stack_defaults())
     except (UserError, KeyError, TypeError):   # a case the regime cannot be read from: no interval
         return {}
     if iv is None:
