@@ -88,7 +88,12 @@ class IntervalTable(_M):
 
 @cache
 def table(path: Path = PATH) -> IntervalTable:
-    return cached("intervals", [path], lambda: _read(path))
+    # The cache keys on the data file and the catalog's own code; this module's models decide the
+    # entry too, so their source is part of the family name (an edit here rebuilds the entry).
+    import hashlib
+
+    code = hashlib.blake2b(Path(__file__).read_bytes(), digest_size=4).hexdigest()
+    return cached(f"intervals-{code}", [path], lambda: _read(path))
 
 
 def _read(path: Path) -> IntervalTable:
