@@ -74,7 +74,8 @@ def render(result, meta: dict[str, Any], sim, top: int, spec: Any = None) -> Non
                   f"{_range_ms(iv.get('ttft_p50_s'))}/{_range_ms(iv.get('ttft_p99_s'))} ms; TPOT p50/p99 "
                   f"{_range_ms(iv.get('tpot_p50_s'))}/{_range_ms(iv.get('tpot_p99_s'))} ms")
     console.print(f"  [dim]regime: {safe(cap.regime)}; throughput from {safe(cap.basis)}"
-                  + (f"; TTFT from {safe(iv['ttft_p50_s'].basis)}" if "ttft_p50_s" in iv else "") + "[/dim]")
+                  + (f"; TTFT from {safe(iv['ttft_p50_s'].basis)}" if "ttft_p50_s" in iv else "")
+                  + (f"; TPOT from {safe(iv['tpot_p50_s'].basis)}" if "tpot_p50_s" in iv else "") + "[/dim]")
     mtok = b.usd_per_mtok(rate, out)
     own = b.usd_per_mtok(rate, out, own=True)
 

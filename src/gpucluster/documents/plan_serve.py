@@ -51,6 +51,7 @@ class Intervals(Strict):
     regime: str
     basis: str = Field(description="the cases and sources the throughput interval comes from (pooling, widening)")
     ttft_basis: str | None = None
+    tpot_basis: str | None = None
     per_replica_max_rate: Range
     replicas: Range
     ttft_p50_s: Range | None = None
@@ -132,6 +133,7 @@ def _intervals(o: Any, rate: float, out_tokens: float, spec: Any, engine: str | 
         tie = best[key].contains(iv[key].point) or iv[key].contains(best[key].point)
     return Intervals(level=cap.level, regime=cap.regime, basis=cap.basis,
                      ttft_basis=iv["ttft_p50_s"].basis if "ttft_p50_s" in iv else None,
+                     tpot_basis=iv["tpot_p50_s"].basis if "tpot_p50_s" in iv else None,
                      per_replica_max_rate=Range(lo=cap.lo, hi=cap.hi),
                      replicas=Range(lo=math.ceil(rate / cap.hi), hi=math.ceil(rate / cap.lo)), **rng,
                      cost_within_best_interval=tie)

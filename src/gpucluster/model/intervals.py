@@ -4,6 +4,7 @@ catalog/intervals.py), as model/uncertainty.py describes."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Literal
 
 from gpucluster.catalog.intervals import Part, table
@@ -54,9 +55,14 @@ def serving_interval(value: float, metric: Literal["throughput", "ttft", "tpot"]
     t = table()
     part = t.serving
     feats = serving_features(point, _validated(part))
-    rows = part.metrics[metric].bands or (part.metrics["throughput"].bands if metric == "tpot" else [])
-    return interval(value, _bands(rows), feats, SERVING_FEATURES, widen=t.widen,
-                    fallback=_fallback(part), level=t.level, rate=rate)
+    own = part.metrics[metric].bands if metric in part.metrics else []
+    # A TPOT without measurements of its own takes the throughput's band: a static batch's
+    # throughput is decode-bound (docs/validation.md).
+    borrowed = not own and metric == "tpot"
+    rows = part.metrics["throughput"].bands if borrowed else own
+    iv = interval(value, _bands(rows), feats, SERVING_FEATURES, widen=t.widen, fallback=_fallback(part),
+                  level=t.level, rate=rate)
+    return replace(iv, basis="the throughput's band (no public TPOT measurement): " + iv.basis) if borrowed else iv
 
 
 def _get(section: Any, name: str) -> Any:

@@ -227,6 +227,7 @@ def serve_report(result: Any, meta: dict[str, Any], sim: Any, *, spec: Any, fabr
              f"serving efficiency {b.efficiency[0]:g}: {b.efficiency[1]}",
              f"{pct} intervals: regime {cap.regime}; throughput and cost from {cap.basis}"
              + (f"; TTFT from {iv['ttft_p50_s'].basis}" if "ttft_p50_s" in iv else "")
+             + (f"; TPOT from {iv['tpot_p50_s'].basis}" if "tpot_p50_s" in iv else "")
              + " (catalog/data/intervals.yaml; the cost scales as the replicas the capacity interval needs)"]
     if b.price_source:
         notes.append(f"price: {b.price_source}")
