@@ -134,6 +134,7 @@ def test_regime_classifier():
     assert not training_features(dict(base, attention="flash3"), v)["attention_validated"]
     assert not training_features(dict(base, gpus=16384), v)["scale_validated"]
     assert not training_features(dict(base, seq_len=131072), v)["scale_validated"]
+    assert training_features(dict(base, gpus=1, seq_len=512), v)["scale_validated"]   # smaller: not an extrapolation
     assert training_features(dict(base, moe=True), v)["moe"]
     assert attention_name("flash", fused=False) == "unfused"
 
