@@ -7,6 +7,7 @@ from typing import Any
 from gpucluster.cli.render import console, num, print_json, safe
 from gpucluster.model.training.step import TERMS
 from gpucluster.plan.advise import LABEL
+from gpucluster.plan.confidence import distinguishable, step_interval
 from gpucluster.plan.train_plan import TrainingPlan
 from gpucluster.units import format_duration
 
@@ -34,6 +35,11 @@ def render_plan(plan: TrainingPlan, meta: dict[str, Any], top: int) -> None:
                   f"({num(best.tokens_per_s_per_gpu, 0)} per GPU) | model {best.model_tflops_per_gpu:.0f} TFLOP/s "
                   f"per GPU | MFU {100 * best.mfu:.1f}% | HFU {100 * best.hfu:.1f}% "
                   f"(of {best.peak_tflops:g} TFLOP/s {best.layout.precision} peak)")
+    iv = step_interval(plan)
+    console.print(f"  [bold]{100 * iv.level:.0f}% interval[/bold]: step {iv.lo:.3f}-{iv.hi:.3f} s | "
+                  f"{num(best.tokens_per_s * best.step_s / iv.hi, 0)}-{num(best.tokens_per_s * best.step_s / iv.lo, 0)} "
+                  f"tokens/s | MFU {100 * best.mfu * best.step_s / iv.hi:.1f}-{100 * best.mfu * best.step_s / iv.lo:.1f}%")
+    console.print(f"  [dim]regime: {safe(iv.regime)}; from {safe(iv.basis)}[/dim]")
     conf = plan.confidence
     if conf.above_best_published:
         console.print(f"  [bold yellow]above the best published run[/bold yellow]: {safe(conf.above_best_published)}")
@@ -62,24 +68,38 @@ def render_plan(plan: TrainingPlan, meta: dict[str, Any], top: int) -> None:
     console.print(m)
 
     console.print(f"[bold]Time to train[/bold] {_si(plan.tokens)} tokens: {format_duration(plan.time_to_train_s)} "
-                  f"({num(plan.steps, 0)} steps) = {num(plan.gpu_hours, 0)} GPU-hours")
+                  f"({num(plan.steps, 0)} steps) = {num(plan.gpu_hours, 0)} GPU-hours "
+                  f"[dim]({100 * iv.level:.0f}% interval {format_duration(plan.time_to_train_s * iv.lo / best.step_s)}-"
+                  f"{format_duration(plan.time_to_train_s * iv.hi / best.step_s)})[/dim]")
     rent = plan.rental()
     if rent:
-        console.print(f"  at ${rent[0]:.2f} per GPU-hour: ${num(rent[0] * plan.gpu_hours, 0)}  [dim]({safe(rent[1])})[/dim]")
+        cost = rent[0] * plan.gpu_hours
+        console.print(f"  at ${rent[0]:.2f} per GPU-hour: ${num(cost, 0)} [dim]({100 * iv.level:.0f}% interval "
+                      f"${num(cost * iv.lo / best.step_s, 0)}-${num(cost * iv.hi / best.step_s, 0)}; "
+                      f"{safe(rent[1])})[/dim]")
     console.print(f"  total compute {plan.total_model_flops:.3g} FLOPs (Megatron's count; 6 x N x D gives "
                   f"{plan.six_nd:.3g}); on one {safe(tgt.fabric.gpu_name)} at this per-GPU rate: "
                   f"{format_duration(plan.one_gpu_s)}")
 
     if len(plan.search.ranked) > 1:
         ranked = Table(title=f"Top {min(top, len(plan.search.ranked))} layouts", title_justify="left")
-        for col in ("#", "layout", "step s", "MFU", "GiB", "largest overhead"):
-            ranked.add_column(col, justify="right" if col in ("#", "step s", "MFU", "GiB") else "left")
+        band = f"{100 * iv.level:.0f}% step s"
+        for col in ("#", "layout", "step s", band, "vs #1", "MFU", "GiB", "largest overhead"):
+            ranked.add_column(col, justify="right" if col in ("#", "step s", band, "MFU", "GiB") else "left")
+        ties = 0
         for i, e in enumerate(plan.search.ranked, 1):
             over = max((k for k in e.terms if k != "compute"), key=lambda k: e.terms[k])
-            ranked.add_row(str(i), e.layout.short(), f"{e.step_s:.3f}", f"{100 * e.mfu:.1f}%",
-                           f"{e.memory.total / 2**30:.0f}", f"{LABEL[over]} {e.terms[over]:.2f} s")
+            ei = step_interval(plan, e)
+            apart = distinguishable(iv, ei)
+            ties += i > 1 and not apart
+            ranked.add_row(str(i), e.layout.short(), f"{e.step_s:.3f}", f"{ei.lo:.3f}-{ei.hi:.3f}",
+                           "" if i == 1 else ("slower" if apart else "[yellow]not distinguishable[/yellow]"),
+                           f"{100 * e.mfu:.1f}%", f"{e.memory.total / 2**30:.0f}", f"{LABEL[over]} {e.terms[over]:.2f} s")
         console.print(ranked)
         console.print(f"  why #1 wins: {_why(plan)}")
+        if ties:
+            console.print(f"  [yellow]{ties} of the next layouts lie within #1's {100 * iv.level:.0f}% interval[/yellow]"
+                          ": the model's accuracy cannot order them; measure before choosing among them")
     console.print(f"[bold]Bottleneck[/bold]: {safe(plan.advice.text)}")
     s = plan.search
     console.print(f"[dim]searched {s.considered} layouts, {s.estimated} fit in memory"

@@ -45,9 +45,9 @@ def serve(
                       slo_tpot=slo_tpot, precision=precision, kv_precision=kv_precision, max_batch=max_batch,
                       compare=compare, cpu=cpu, simulate=simulate)
     if json_out:
-        to_json(plan.search, plan.request, plan.simulation)
+        to_json(plan.search, plan.request, plan.simulation, spec=plan.spec)
     else:
-        render(plan.search, plan.request, plan.simulation, top)
+        render(plan.search, plan.request, plan.simulation, top, spec=plan.spec)
     if html:
         from gpucluster.report.plan_report import write_serve_report
         write_serve_report(plan.search, plan.request, plan.simulation, html, spec=plan.spec, fabrics=plan.fabrics,

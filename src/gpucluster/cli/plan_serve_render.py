@@ -20,14 +20,26 @@ def _shape(o) -> str:
     return "CPU node" if o.hardware[0].isdigit() else f"TP{o.tp} x PP{o.pp}"
 
 
-def to_json(result, meta: dict[str, Any], sim) -> None:
+def to_json(result, meta: dict[str, Any], sim, spec: Any = None) -> None:
     """`--json`: the gpucluster-plan-serve/v1 document (documents/plan_serve.py)."""
     from gpucluster.documents.plan_serve import build
 
-    print_json(build(result, meta, sim).dump())
+    print_json(build(result, meta, sim, spec=spec).dump())
 
 
-def render(result, meta: dict[str, Any], sim, top: int) -> None:
+def intervals_of(o, meta: dict[str, Any], spec: Any) -> dict[str, Any]:
+    """The calibrated intervals of one deployment's figures (plan/confidence.py serving_intervals)."""
+    from gpucluster.plan.confidence import serving_intervals
+
+    return serving_intervals(o, meta["rate"], meta["output"], moe=spec is not None and spec.experts > 1,
+                             engine=meta.get("engine"))
+
+
+def _range_ms(iv) -> str:
+    return "-" if iv is None else f"{_ms(iv.lo)}-{_ms(iv.hi)}"
+
+
+def render(result, meta: dict[str, Any], sim, top: int, spec: Any = None) -> None:
     from rich.table import Table
 
     rate, out = meta["rate"], meta["output"]
@@ -55,13 +67,28 @@ def render(result, meta: dict[str, Any], sim, top: int) -> None:
                   f"TTFT p50/p99 {_ms(p.ttft_p50)}/{_ms(p.ttft_p99)} ms, "
                   f"TPOT p50/p99 {_ms(p.tpot_p50)}/{_ms(p.tpot_p99)} ms, prefill {100 * p.prefill_share:.0f}% of the time")
     console.print(f"  throughput: {num(rate * out, 0)} output tokens/s in all")
+    iv = intervals_of(b, meta, spec)
+    cap = iv["per_replica_rate"]
+    console.print(f"  [bold]{100 * cap.level:.0f}% intervals[/bold]: {num(cap.lo, 2)}-{num(cap.hi, 2)} requests/s per "
+                  f"replica ({math.ceil(rate / cap.hi):,}-{math.ceil(rate / cap.lo):,} replicas); TTFT p50/p99 "
+                  f"{_range_ms(iv.get('ttft_p50_s'))}/{_range_ms(iv.get('ttft_p99_s'))} ms; TPOT p50/p99 "
+                  f"{_range_ms(iv.get('tpot_p50_s'))}/{_range_ms(iv.get('tpot_p99_s'))} ms")
+    console.print(f"  [dim]regime: {safe(cap.regime)}; throughput from {safe(cap.basis)}"
+                  + (f"; TTFT from {safe(iv['ttft_p50_s'].basis)}" if "ttft_p50_s" in iv else "")
+                  + (f"; TPOT from {safe(iv['tpot_p50_s'].basis)}" if "tpot_p50_s" in iv else "") + "[/dim]")
     mtok = b.usd_per_mtok(rate, out)
     own = b.usd_per_mtok(rate, out, own=True)
+
+    def band(key: str) -> str:
+        return f" [dim]({100 * iv[key].level:.0f}%: ${iv[key].lo:.3f}-${iv[key].hi:.3f})[/dim]" if key in iv else ""
+
     if mtok is not None:
         console.print(f"  cost: ${num(b.usd_per_hour, 0)}/hour rented, ${mtok:.3f} per million output tokens"
-                      + (f" (owned, processors over 3 years: ${own:.3f})" if own is not None else ""))
+                      + band("usd_per_mtok")
+                      + (f" (owned, processors over 3 years: ${own:.3f}{band('own_usd_per_mtok')})" if own is not None else ""))
     elif own is not None:
-        console.print(f"  cost: ${own:.3f} per million output tokens owned (processors over 3 years; no rental price)")
+        console.print(f"  cost: ${own:.3f}{band('own_usd_per_mtok')} per million output tokens owned (processors over "
+                      "3 years; no rental price)")
     if b.price_source:
         console.print(f"  [dim]price: {safe(b.price_source)}[/dim]")
     console.print(f"[bold]Binding constraint[/bold]: {safe(b.binding)}"
@@ -75,18 +102,26 @@ def render(result, meta: dict[str, Any], sim, top: int) -> None:
     t = Table(title=f"Top {min(top, len(result.options))} of {len(result.options)} deployments (cheapest first)",
               title_justify="left")
     for col in ("hardware", "shape", "replicas", "GPUs", "max batch", "req/s per replica", "out tok/s per replica",
-                "TTFT p50/p99 ms", "TPOT p50/p99 ms", "$/Mtok", "binds"):
+                "TTFT p50/p99 ms", "TPOT p50/p99 ms", "$/Mtok", f"{100 * cap.level:.0f}% $/Mtok", "binds"):
         t.add_column(col, justify="left" if col in ("hardware", "shape", "binds") else "right")
-    for o in result.options[:top]:
+    key = "usd_per_mtok" if "usd_per_mtok" in iv else "own_usd_per_mtok"
+    ties = 0
+    for i, o in enumerate(result.options[:top]):
         q = o.point
         m = o.usd_per_mtok(rate, out)
         cost = f"{m:.3f}" if m is not None else (f"own {o.usd_per_mtok(rate, out, own=True):.3f}"
                                                  if o.own_usd_per_hour is not None else "-")
+        oi = intervals_of(o, meta, spec).get(key if m is not None else "own_usd_per_mtok")
+        tie = i > 0 and oi is not None and key in iv and (iv[key].contains(oi.point) or oi.contains(iv[key].point))
+        ties += tie
         t.add_row(safe(o.hardware), _shape(o), f"{o.replicas:,}", f"{o.gpus:,}", str(o.max_batch), num(o.per_replica_rate, 2),
                   num(q.tokens_per_s, 0), f"{_ms(q.ttft_p50)}/{_ms(q.ttft_p99)}", f"{_ms(q.tpot_p50)}/{_ms(q.tpot_p99)}",
-                  cost, safe(o.binding))
+                  cost, "-" if oi is None else f"{oi.lo:.3f}-{oi.hi:.3f}" + (" ≈#1" if tie else ""), safe(o.binding))
     console.print()
     console.print(t)
+    if ties:
+        console.print(f"  [yellow]{ties} alternative{'s' if ties > 1 else ''} marked ≈#1 cost within the recommended "
+                      f"deployment's {100 * cap.level:.0f}% interval[/yellow]: the model's accuracy cannot rank them")
     if result.rejected:
         shown = "; ".join(f"{r.hardware} TP{r.tp}xPP{r.pp}: {r.reason} ({r.detail})" for r in result.rejected[:6])
         more = f" and {len(result.rejected) - 6} more" if len(result.rejected) > 6 else ""

@@ -39,6 +39,31 @@ class OperatingPoint(Strict):
     output_tokens_per_s: Num
 
 
+class Range(Strict):
+    lo: Num
+    hi: Num
+
+
+class Intervals(Strict):
+    """The calibrated intervals of a deployment's figures (catalog/data/intervals.yaml: the
+    cross-validated errors of the regime it falls in: chip measured, engine validated, MoE)."""
+    level: Num = Field(description="the intervals' coverage target, e.g. 0.8")
+    regime: str
+    basis: str = Field(description="the cases and sources the throughput interval comes from (pooling, widening)")
+    ttft_basis: str | None = None
+    tpot_basis: str | None = None
+    per_replica_max_rate: Range
+    replicas: Range
+    ttft_p50_s: Range | None = None
+    ttft_p99_s: Range | None = None
+    tpot_p50_s: Range | None = None
+    tpot_p99_s: Range | None = None
+    usd_per_mtok: Range | None = None
+    own_usd_per_mtok: Range | None = None
+    cost_within_best_interval: bool | None = Field(
+        None, description="alternatives: the cost per token is not told apart from the recommended one's")
+
+
 class Deployment(Strict):
     hardware: str
     tp: int
@@ -60,6 +85,7 @@ class Deployment(Strict):
     weights_gib_per_gpu: Num | None
     serving_efficiency: Num
     serving_efficiency_source: str
+    intervals: Intervals | None = None
 
 
 class Rejected(Strict):
@@ -92,7 +118,29 @@ class PlanServeDocument(Document):
     simulation: Simulation | None = None
 
 
-def deployment(o: Any, rate: float, out_tokens: float) -> Deployment:
+def _intervals(o: Any, rate: float, out_tokens: float, spec: Any, engine: str | None,
+               best: dict[str, Any] | None) -> Intervals:
+    import math
+
+    from gpucluster.plan.confidence import serving_intervals
+
+    iv = serving_intervals(o, rate, out_tokens, moe=spec is not None and spec.experts > 1, engine=engine)
+    cap = iv["per_replica_rate"]
+    rng = {k: Range(lo=v.lo, hi=v.hi) for k, v in iv.items() if k != "per_replica_rate"}
+    key = "usd_per_mtok" if "usd_per_mtok" in iv else "own_usd_per_mtok"
+    tie = None
+    if best is not None and key in iv and key in best:
+        tie = best[key].contains(iv[key].point) or iv[key].contains(best[key].point)
+    return Intervals(level=cap.level, regime=cap.regime, basis=cap.basis,
+                     ttft_basis=iv["ttft_p50_s"].basis if "ttft_p50_s" in iv else None,
+                     tpot_basis=iv["tpot_p50_s"].basis if "tpot_p50_s" in iv else None,
+                     per_replica_max_rate=Range(lo=cap.lo, hi=cap.hi),
+                     replicas=Range(lo=math.ceil(rate / cap.hi), hi=math.ceil(rate / cap.lo)), **rng,
+                     cost_within_best_interval=tie)
+
+
+def deployment(o: Any, rate: float, out_tokens: float, spec: Any = None, engine: str | None = None,
+               best: dict[str, Any] | None = None) -> Deployment:
     p = o.point
     return Deployment(
         hardware=o.hardware, tp=o.tp, pp=o.pp, processors_per_replica=o.gpus_per_replica, replicas=o.replicas,
@@ -104,16 +152,22 @@ def deployment(o: Any, rate: float, out_tokens: float) -> Deployment:
         output_tokens_per_s=rate * out_tokens, usd_per_hour=o.usd_per_hour,
         usd_per_mtok=o.usd_per_mtok(rate, out_tokens), own_usd_per_mtok=o.usd_per_mtok(rate, out_tokens, own=True),
         price_source=o.price_source, weights_gib_per_gpu=o.weights_gib, serving_efficiency=o.efficiency[0],
-        serving_efficiency_source=o.efficiency[1])
+        serving_efficiency_source=o.efficiency[1], intervals=_intervals(o, rate, out_tokens, spec, engine, best))
 
 
-def build(result: Any, request: dict[str, Any], sim: Any = None) -> PlanServeDocument:
+def build(result: Any, request: dict[str, Any], sim: Any = None, spec: Any = None) -> PlanServeDocument:
     """The document of a serving search (plan/serve_search.py SearchResult), the request as
-    resolved, and the discrete-event check when one ran."""
+    resolved, and the discrete-event check when one ran. `spec` (the model) sets the MoE
+    regime of the intervals; without it they are a dense model's."""
+    from gpucluster.plan.confidence import serving_intervals
+
     rate, out = request["rate"], request["output"]
+    engine = request.get("engine")
+    moe = spec is not None and spec.experts > 1
+    best = serving_intervals(result.best, rate, out, moe=moe, engine=engine)
     return PlanServeDocument(
-        request=Request(**request), best=deployment(result.best, rate, out),
-        alternatives=[deployment(o, rate, out) for o in result.options],
+        request=Request(**request), best=deployment(result.best, rate, out, spec, engine),
+        alternatives=[deployment(o, rate, out, spec, engine, best) for o in result.options],
         rejected=[Rejected(hardware=r.hardware, tp=r.tp, pp=r.pp, reason=r.reason, detail=r.detail)
                   for r in result.rejected],
         simulation=None if sim is None else Simulation(

@@ -55,9 +55,36 @@ class Target(Strict):
     scale_out_link: str | None
 
 
+class Range(Strict):
+    lo: Num
+    hi: Num
+
+
+class Uncertainty(Strict):
+    """The calibrated interval of the best layout's figures (catalog/data/intervals.yaml: the
+    leave-one-source-out errors of the regime the plan falls in)."""
+    level: Num = Field(description="the interval's coverage target, e.g. 0.8")
+    regime: str = Field(description="what the prediction rests on: chip measured, framework validated, ...")
+    basis: str = Field(description="the cases, sources, pooling and widening the interval comes from")
+    pooled: bool = Field(description="the regime had too few cases of its own: a coarser regime's errors")
+    widened: int = Field(description="unvalidated features the band was widened for")
+    fallback: bool = Field(description="no cross-validated case at all: the documented fallback band")
+    step_s: Range
+    tokens_per_s: Range
+    mfu: Range
+    time_to_train_s: Range
+    gpu_hours: Range
+    cost_usd: Range | None
+
+
 class Estimate(Strict):
+    OMIT_NONE = ("step_s_interval", "distinguishable_from_best")
+
     layout: Layout
     step_s: Num
+    step_s_interval: Range | None = Field(None, description="the calibrated interval of step_s (model/uncertainty.py)")
+    distinguishable_from_best: bool | None = Field(
+        None, description="ranked layouts: false when either step time lies inside the other's interval")
     terms_s: dict[str, Num] = Field(description="seconds per step by cause (compute, tp_comm, ...)")
     tokens_per_s: Num
     tokens_per_s_per_gpu: Num
@@ -103,6 +130,7 @@ class PlanTrainDocument(Document):
     gpu_hours: Num
     cost_usd: Num | None
     price: Price | None
+    interval: Uncertainty
     confidence: str
     assumptions: list[str]
     above_best_published: str | None
@@ -113,8 +141,10 @@ class PlanTrainDocument(Document):
     search: Search
 
 
-def _estimate(e: Any) -> Estimate:
-    return Estimate(layout=Layout(**e.layout.to_dict()), step_s=e.step_s, terms_s=e.terms, tokens_per_s=e.tokens_per_s,
+def _estimate(e: Any, iv: Any = None, apart: bool | None = None) -> Estimate:
+    return Estimate(layout=Layout(**e.layout.to_dict()), step_s=e.step_s,
+                    step_s_interval=None if iv is None else Range(lo=iv.lo, hi=iv.hi), distinguishable_from_best=apart,
+                    terms_s=e.terms, tokens_per_s=e.tokens_per_s,
                     tokens_per_s_per_gpu=e.tokens_per_s_per_gpu, model_tflops_per_gpu=e.model_tflops_per_gpu,
                     mfu=e.mfu, hfu=e.hfu, memory_bytes=dict(e.memory.rows()), fits=e.memory.fits,
                     dominant=e.dominant)
@@ -122,16 +152,32 @@ def _estimate(e: Any) -> Estimate:
 
 def build(plan: Any) -> PlanTrainDocument:
     """The document of a TrainingPlan (gpucluster.plan_train's result)."""
+    from gpucluster.plan.confidence import distinguishable, step_interval
+
     rent = plan.rental()
     tgt = plan.target
+    iv = step_interval(plan)
+    lo, hi = iv.lo / plan.best.step_s, iv.hi / plan.best.step_s
+    ranked = []
+    for i, e in enumerate(plan.search.ranked):
+        ei = step_interval(plan, e)
+        ranked.append(_estimate(e, ei, None if i == 0 else distinguishable(iv, ei)))
+    cost = None if rent is None else rent[0] * plan.gpu_hours
+    uncertainty = Uncertainty(
+        level=iv.level, regime=iv.regime, basis=iv.basis, pooled=iv.pooled, widened=iv.widened, fallback=iv.fallback,
+        step_s=Range(lo=iv.lo, hi=iv.hi), tokens_per_s=Range(lo=plan.best.tokens_per_s / hi, hi=plan.best.tokens_per_s / lo),
+        mfu=Range(lo=plan.best.mfu / hi, hi=plan.best.mfu / lo),
+        time_to_train_s=Range(lo=plan.time_to_train_s * lo, hi=plan.time_to_train_s * hi),
+        gpu_hours=Range(lo=plan.gpu_hours * lo, hi=plan.gpu_hours * hi),
+        cost_usd=None if cost is None else Range(lo=cost * lo, hi=cost * hi))
     return PlanTrainDocument(
         model=plan.spec.name, params=plan.params,
         target=Target(description=tgt.description, gpus=tgt.gpus, nodes=tgt.nodes, fabric=tgt.fabric.describe(),
                       **tgt.fabric.job_fields()),
         tokens=plan.tokens, tokens_source=plan.tokens_source, global_batch=plan.global_batch, seq_len=plan.seq_len,
-        layers=plan.spec.layers, best=_estimate(plan.best), ranked=[_estimate(e) for e in plan.search.ranked],
+        layers=plan.spec.layers, best=_estimate(plan.best, iv), ranked=ranked, interval=uncertainty,
         steps=plan.steps, time_to_train_s=plan.time_to_train_s, gpu_hours=plan.gpu_hours,
-        cost_usd=None if rent is None else rent[0] * plan.gpu_hours,
+        cost_usd=cost,
         price=None if rent is None else Price(usd_per_gpu_hour=rent[0], source=rent[1]),
         **plan.confidence.to_json(),
         total_model_flops=plan.total_model_flops, six_nd_flops=plan.six_nd,

@@ -13,7 +13,7 @@ SCHEMA: Final = "gpucluster-validate/v1"
 
 
 class Case(Strict):
-    OMIT_NONE = ("reason",)
+    OMIT_NONE = ("reason", "interval", "covered")
 
     id: str
     kind: str
@@ -25,9 +25,23 @@ class Case(Strict):
     file: str | None
     reason: str | None = Field(None, description="why no prediction (the case is outside the model)")
     in_sample: bool = Field(False, description="the GPU's efficiency was fitted on this file's runs (catalog fitted_on)")
+    interval: list[Num] | None = Field(None, description="[lo, hi]: the prediction's calibrated interval "
+                                                         "(catalog/data/intervals.yaml); absent for kinds without one")
+    covered: bool | None = Field(None, description="the measured value lies inside the interval")
+    interval_in_sample: bool = Field(False, description="the interval table was calibrated on this file's cases")
 
 
-class KindSummary(Strict):
+class Coverage(Strict):
+    """How often the measured value lies inside the prediction's interval."""
+    with_interval: int = Field(0, description="predictions that carry an interval")
+    covered: int = 0
+    coverage: Num | None = Field(None, description="covered / with_interval (target: the table's level, 0.8)")
+    median_half_width: Num | None = Field(None, description="median of (hi - lo) / 2 / predicted")
+    interval_in_sample: int = Field(0, description="intervals calibrated on these very cases (their coverage is "
+                                                   "in-sample; docs/validation.md has the cross-validated one)")
+
+
+class KindSummary(Coverage):
     cases: int
     predicted: int
     in_sample: int = Field(0, description="predictions of runs the catalog was fitted on")
@@ -39,4 +53,6 @@ class KindSummary(Strict):
 class ValidateDocument(Document):
     schema_: Literal["gpucluster-validate/v1"] = Field(SCHEMA, alias="schema")
     cases: list[Case]
-    summary: dict[str, KindSummary] = Field(description="kind (training, inference) -> errors")
+    summary: dict[str, KindSummary] = Field(description="kind (training, inference) -> errors and interval coverage")
+    coverage: dict[str, Coverage] = Field(default_factory=dict,
+                                          description="'FILE KIND' -> interval coverage of that file's cases of that kind")

@@ -6,17 +6,26 @@ terminal, the JSON (`assumptions`, `confidence`) and the HTML, and says when its
 above the best published run on that chip and precision (catalog
 `efficiency.best_published_mfu`), because a practitioner who sees an MFU nobody has
 achieved should know the tool knows it too.
+
+Beside the assumptions, every figure carries a calibrated interval (step_interval,
+serving_intervals): the cross-validated errors of the regime the plan falls in
+(model/intervals.py, catalog/data/intervals.yaml), so a plan says how far it can be trusted,
+and which of its ranked layouts its accuracy cannot tell apart (distinguishable).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
 
 from gpucluster.catalog import catalog
 from gpucluster.model.training import attention
 from gpucluster.model.training.compute import gemm_curve, sustained
 from gpucluster.model.training.power import clock_fraction
 from gpucluster.model.training.layout import Layout
+
+if TYPE_CHECKING:
+    from gpucluster.model.uncertainty import Interval
 
 _HALF = {"fp16": "bf16", "bf16": "fp16"}
 
@@ -70,3 +79,51 @@ def confidence(gpu_name: str, lay: Layout, mfu: float) -> Confidence:
     else:
         out.append(f"no published {lay.precision} training run on {gpu.name} to compare the MFU with")
     return Confidence(out, above, best)
+
+
+def step_interval(plan: Any, est: Any = None) -> Interval:
+    """The calibrated interval (catalog/data/intervals.yaml) of a plan's step time: of its best
+    layout, or of `est`, one of its ranked layouts (the regime is the plan's: chip, precision,
+    stack, kernel, scale and model)."""
+    from gpucluster.model.intervals import training_interval, training_point
+
+    e = est if est is not None else plan.best
+    lay = e.layout
+    point = training_point(plan.target.fabric.gpu_name, lay.precision, framework=getattr(lay, "framework", None),
+                           attention=getattr(lay, "attention_kernel", None), fused=lay.flash_attention,
+                           gpus=plan.target.gpus, seq_len=plan.seq_len, moe=plan.spec.experts > 1)
+    iv = training_interval(e.step_s, point)
+    # No step runs faster than the chip's peak on the FLOPs it executes (HFU 100%).
+    floor = e.step_s * min(1.0, e.hfu)
+    return replace(iv, lo=max(iv.lo, floor)) if iv.lo < floor else iv
+
+
+def distinguishable(best: Interval, other: Interval) -> bool:
+    """Whether two layouts' predicted step times are told apart by the model's accuracy: neither
+    point lies inside the other's interval."""
+    return not (best.contains(other.point) or other.contains(best.point))
+
+
+def serving_intervals(o: Any, rate: float, output_tokens: float, *, moe: bool, engine: str | None) -> dict[str, Interval]:
+    """The calibrated intervals of one serving deployment's figures (plan/serve_search.py Option):
+    its capacity per replica (a throughput), TTFT and TPOT p50/p99 (times), and the cost per
+    million tokens, which scales as the whole replicas the rate needs at the capacity's bounds."""
+    import math
+
+    from gpucluster.model.intervals import serving_interval, serving_point
+
+    point = serving_point(o.hardware, engine=engine, moe=moe)
+    p = o.point
+    cap = serving_interval(o.per_replica_rate, "throughput", point, rate=True)
+    out = {"per_replica_rate": cap}
+    for name, metric, value in (("ttft_p50_s", "ttft", p.ttft_p50), ("ttft_p99_s", "ttft", p.ttft_p99),
+                                ("tpot_p50_s", "tpot", p.tpot_p50), ("tpot_p99_s", "tpot", p.tpot_p99)):
+        if value is not None and value == value and value != float("inf"):
+            out[name] = serving_interval(value, metric, point)  # type: ignore[arg-type]
+    for name, own in (("usd_per_mtok", False), ("own_usd_per_mtok", True)):
+        usd = o.usd_per_mtok(rate, output_tokens, own=own)
+        if usd is not None and o.replicas:
+            few, many = math.ceil(rate / cap.hi - 1e-9), math.ceil(rate / cap.lo - 1e-9)
+            out[name] = replace(cap, point=usd, lo=usd * min(few, o.replicas) / o.replicas,
+                                hi=usd * max(many, o.replicas) / o.replicas)
+    return out

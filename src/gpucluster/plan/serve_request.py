@@ -97,7 +97,7 @@ class ServePlan:
     def document(self) -> PlanServeDocument:
         """The gpucluster-plan-serve/v1 document (what `--json` prints)."""
         from gpucluster.documents.plan_serve import build
-        return build(self.search, self.request, self.simulation)
+        return build(self.search, self.request, self.simulation, spec=self.spec)
 
 
 def _check_counts(input_tokens: int, output_tokens: int, max_batch: int, nodes: int | None) -> None:

@@ -65,16 +65,25 @@ def train_report(plan: Any, meta: dict[str, Any], *, fixed: dict[str, Any] | Non
     from gpucluster.plan.advise import LABEL
     from gpucluster.report import figures as F
 
+    from gpucluster.plan.confidence import distinguishable, step_interval
+
     best, spec, tgt = plan.best, plan.spec, plan.target
     rent = plan.rental()
     name = spec.name or "model"
+    iv = step_interval(plan)
+    lo, hi, pct = iv.lo / best.step_s, iv.hi / best.step_s, f"{100 * iv.level:.0f}%"
     facts = [("model", f"{name} ({_si(meta['params'])} parameters)"), ("cluster", tgt.description),
-             ("recommended layout", best.layout.short()), ("step time", f"{best.step_s:.3f} s"),
-             ("MFU", f"{100 * best.mfu:.1f}%"), ("tokens per second", f"{best.tokens_per_s:,.0f}"),
-             ("time to train", f"{format_duration(plan.time_to_train_s)} for {_si(plan.tokens)} tokens"),
-             ("GPU-hours", f"{plan.gpu_hours:,.0f}")]
+             ("recommended layout", best.layout.short()),
+             ("step time", f"{best.step_s:.3f} s ({pct} interval {iv.lo:.3f}-{iv.hi:.3f} s)"),
+             ("MFU", f"{100 * best.mfu:.1f}%"),
+             ("tokens per second", f"{best.tokens_per_s:,.0f} ({best.tokens_per_s / hi:,.0f}-{best.tokens_per_s / lo:,.0f})"),
+             ("time to train", f"{format_duration(plan.time_to_train_s)} for {_si(plan.tokens)} tokens "
+                               f"({pct} interval {format_duration(plan.time_to_train_s * lo)}-"
+                               f"{format_duration(plan.time_to_train_s * hi)})"),
+             ("GPU-hours", f"{plan.gpu_hours:,.0f} ({plan.gpu_hours * lo:,.0f}-{plan.gpu_hours * hi:,.0f})")]
     if rent:
-        facts.append(("cost, rented", f"${rent[0] * plan.gpu_hours:,.0f} at ${rent[0]:.2f}/GPU-hour"))
+        cost = rent[0] * plan.gpu_hours
+        facts.append(("cost, rented", f"${cost:,.0f} at ${rent[0]:.2f}/GPU-hour (${cost * lo:,.0f}-${cost * hi:,.0f})"))
     labels = {k: LABEL[k] for k in TERMS}
     ranked = plan.search.ranked
     points, left_out = scaling_points(plan, fixed, tp_across_domains)
@@ -86,10 +95,19 @@ def train_report(plan: Any, meta: dict[str, Any], *, fixed: dict[str, Any] | Non
     ]
     if len(ranked) > 1:
         figures.append(F.top_layouts([(e.layout.short(), e.terms, e.mfu) for e in ranked], labels))
-    layouts = Table("Layouts searched (best first)", ["#", "layout", "step (s)", "MFU", "memory (GiB)", "tokens/s"],
-                    [[i, e.layout.short(), round(e.step_s, 3), f"{100 * e.mfu:.1f}%",
-                      round(e.memory.total / 2**30, 1), round(e.tokens_per_s)] for i, e in enumerate(ranked, 1)],
-                    note=f"searched {plan.search.considered:,} layouts, {plan.search.estimated:,} fit in memory")
+    rows, ties = [], 0
+    for i, e in enumerate(ranked, 1):
+        ei = step_interval(plan, e)
+        apart = distinguishable(iv, ei)
+        ties += i > 1 and not apart
+        rows.append([i, e.layout.short(), round(e.step_s, 3), f"{ei.lo:.3f}-{ei.hi:.3f}",
+                     "" if i == 1 else ("slower" if apart else "not distinguishable"), f"{100 * e.mfu:.1f}%",
+                     round(e.memory.total / 2**30, 1), round(e.tokens_per_s)])
+    layouts = Table("Layouts searched (best first)",
+                    ["#", "layout", "step (s)", f"{pct} step (s)", "vs #1", "MFU", "memory (GiB)", "tokens/s"], rows,
+                    note=f"searched {plan.search.considered:,} layouts, {plan.search.estimated:,} fit in memory"
+                         + (f"; {ties} of the next layouts lie within #1's {pct} interval: the model's accuracy "
+                            "cannot order them" if ties else ""))
     scale = Table("Scaling: the same run on more or fewer nodes",
                   ["GPUs", "nodes", "best layout", "time to train", "MFU", "cost, rented ($)"],
                   [[p["gpus"], p["nodes"], p["layout"], format_duration(p["time_s"]), f"{100 * p['mfu']:.1f}%",
@@ -101,13 +119,16 @@ def train_report(plan: Any, meta: dict[str, Any], *, fixed: dict[str, Any] | Non
     if rent:
         notes.append(f"rental price: {rent[1]}")
     conf = plan.confidence
+    notes.append(f"{pct} interval: regime {iv.regime}; from {iv.basis} (catalog/data/intervals.yaml)")
     notes += [f"assumption: {a}" for a in conf.assumptions]
     warnings = [f"Above the best published run: {conf.above_best_published}."] if conf.above_best_published else []
     return Report(title=f"Training plan: {name} on {tgt.description}",
                   subtitle=f"{_si(plan.tokens)} tokens, global batch {plan.global_batch} x {plan.seq_len} tokens, "
                            f"{best.layout.precision}",
                   facts=facts, conclusions=warnings + [f"Bottleneck: {plan.advice.text}."] + (
-                      [f"Confidence: {conf.level} ({len(conf.assumptions)} assumptions, listed in the notes)."]),
+                      [f"Confidence: {conf.level} ({len(conf.assumptions)} assumptions, listed in the notes); "
+                       f"{pct} interval of the step time {iv.lo:.3f}-{iv.hi:.3f} s, from the cross-validated errors "
+                       f"of its regime ({iv.regime})."]),
                   figures=figures,
                   tables=[layouts, scale], notes=notes)
 
@@ -142,19 +163,34 @@ def serve_report(result: Any, meta: dict[str, Any], sim: Any, *, spec: Any, fabr
                  quant: Any) -> Report:
     from gpucluster.report import figures as F
 
+    from gpucluster.plan.confidence import serving_intervals
+
     rate, out = meta["rate"], meta["output"]
     b = result.best
     p = b.point
     shape = "CPU node" if b.hardware[0].isdigit() else f"TP{b.tp} x PP{b.pp}"
     mtok = b.usd_per_mtok(rate, out)
+    moe, engine = spec is not None and spec.experts > 1, meta.get("engine")
+    iv = serving_intervals(b, rate, out, moe=moe, engine=engine)
+    cap = iv["per_replica_rate"]
+    pct = f"{100 * cap.level:.0f}%"
+
+    def ms(key: str) -> str:
+        return f" ({iv[key].lo * 1e3:,.0f}-{iv[key].hi * 1e3:,.0f})" if key in iv else ""
+
     facts = [("model", meta["model"]), ("request rate", f"{rate:,.0f} requests/s"),
              ("deployment", f"{b.replicas:,} x {b.hardware} {shape} = {b.gpus:,} processors"),
-             ("TTFT p50 / p99", f"{p.ttft_p50 * 1e3:,.0f} / {p.ttft_p99 * 1e3:,.0f} ms"),
+             ("capacity per replica", f"{b.per_replica_rate:,.2f} requests/s ({pct} interval {cap.lo:,.2f}-"
+                                      f"{cap.hi:,.2f}: {math.ceil(rate / cap.hi):,}-{math.ceil(rate / cap.lo):,} replicas)"),
+             ("TTFT p50 / p99", f"{p.ttft_p50 * 1e3:,.0f}{ms('ttft_p50_s')} / {p.ttft_p99 * 1e3:,.0f}{ms('ttft_p99_s')} ms"),
              ("output tokens/s", f"{rate * out:,.0f}"), ("binding constraint", b.binding)]
     if p.tpot_p99 is not None:
-        facts.insert(4, ("TPOT p50 / p99", f"{p.tpot_p50 * 1e3:,.1f} / {p.tpot_p99 * 1e3:,.1f} ms"))
+        facts.insert(5, ("TPOT p50 / p99", f"{p.tpot_p50 * 1e3:,.1f}{ms('tpot_p50_s')} / "
+                                           f"{p.tpot_p99 * 1e3:,.1f}{ms('tpot_p99_s')} ms"))
     if mtok is not None:
-        facts.append(("cost", f"${mtok:.3f} per million output tokens (${b.usd_per_hour:,.0f}/hour)"))
+        band = (f"; {pct} interval ${iv['usd_per_mtok'].lo:.3f}-${iv['usd_per_mtok'].hi:.3f}"
+                if "usd_per_mtok" in iv else "")
+        facts.append(("cost", f"${mtok:.3f} per million output tokens (${b.usd_per_hour:,.0f}/hour{band})"))
     curve = _serving_curve(b, spec, fabrics, traffic, quant)
     opts = [{"name": f"{o.hardware} {'CPU' if o.hardware[0].isdigit() else f'TP{o.tp}xPP{o.pp}'}",
              "usd_per_mtok": o.usd_per_mtok(rate, out), "gpus": o.gpus, "ttft_p99_s": o.point.ttft_p99}
@@ -163,16 +199,23 @@ def serve_report(result: Any, meta: dict[str, Any], sim: Any, *, spec: Any, fabr
                                operating=(p.tokens_per_s, p.ttft_p99, p.tpot_p99) if curve else None,
                                replica=f"{b.hardware} {shape}", binding=b.binding),
                F.serving_options(opts)]
-    rows = []
-    for o in result.options[:20]:
+    rows, ties = [], 0
+    for i, o in enumerate(result.options[:20]):
         m = o.usd_per_mtok(rate, out)
+        oi = serving_intervals(o, rate, out, moe=moe, engine=engine).get("usd_per_mtok")
+        tie = i > 0 and oi is not None and "usd_per_mtok" in iv and (
+            iv["usd_per_mtok"].contains(oi.point) or oi.contains(iv["usd_per_mtok"].point))
+        ties += tie
         rows.append([o.hardware, "CPU" if o.hardware[0].isdigit() else f"TP{o.tp} x PP{o.pp}", o.replicas, o.gpus,
                      o.max_batch, round(o.per_replica_rate, 2), round(o.point.ttft_p99 * 1e3, 1),
                      "-" if o.point.tpot_p99 is None else round(o.point.tpot_p99 * 1e3, 1),
-                     "-" if m is None else round(m, 3), o.binding])
+                     "-" if m is None else round(m, 3),
+                     "-" if oi is None else f"{oi.lo:.3f}-{oi.hi:.3f}" + (" (within #1's)" if tie else ""), o.binding])
     table = Table("Deployments within the SLOs (cheapest first)",
                   ["hardware", "shape", "replicas", "GPUs", "max batch", "req/s per replica", "TTFT p99 (ms)",
-                   "TPOT p99 (ms)", "$ per M tokens", "binds"], rows)
+                   "TPOT p99 (ms)", "$ per M tokens", f"{pct} $ per M tokens", "binds"], rows,
+                  note=(f"{ties} alternative(s) cost within the recommended deployment's {pct} interval: the model's "
+                        "accuracy cannot rank them" if ties else ""))
     slo = [f"TTFT p99 <= {meta['slo_ttft_s'] * 1e3:g} ms"] if meta["slo_ttft_s"] else []
     slo += [f"TPOT p99 <= {meta['slo_tpot_s'] * 1e3:g} ms"] if meta["slo_tpot_s"] else []
     conclusions = [f"Serve with {b.replicas:,} replica(s) of {b.hardware} {shape}; what binds: {b.binding}."]
@@ -181,7 +224,11 @@ def serve_report(result: Any, meta: dict[str, Any], sim: Any, *, spec: Any, fabr
                            f"{sim.ttft_p99 * 1e3:,.0f} ms (the queueing model: {p.ttft_p99 * 1e3:,.0f} ms).")
     notes = [f"traffic: {meta['input']} prompt + {out} output tokens per request, {meta['lengths']} lengths, "
              "Poisson arrivals", f"weights {meta['weights']}, KV cache {meta['kv']}",
-             f"serving efficiency {b.efficiency[0]:g}: {b.efficiency[1]}"]
+             f"serving efficiency {b.efficiency[0]:g}: {b.efficiency[1]}",
+             f"{pct} intervals: regime {cap.regime}; throughput and cost from {cap.basis}"
+             + (f"; TTFT from {iv['ttft_p50_s'].basis}" if "ttft_p50_s" in iv else "")
+             + (f"; TPOT from {iv['tpot_p50_s'].basis}" if "tpot_p50_s" in iv else "")
+             + " (catalog/data/intervals.yaml; the cost scales as the replicas the capacity interval needs)"]
     if b.price_source:
         notes.append(f"price: {b.price_source}")
     return Report(title=f"Serving plan: {meta['model']} at {rate:,.0f} requests/s",

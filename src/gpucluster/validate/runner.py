@@ -27,12 +27,54 @@ class CaseResult:
     file: str | None = None
     reason: str | None = None
     in_sample: bool = False  # the GPU's efficiency was fitted on this file's runs (validate/in_sample.py)
+    interval: tuple[float, float] | None = None   # the prediction's calibrated interval (catalog/intervals.py)
+    covered: bool | None = None                   # the measured value lies inside it
+    interval_in_sample: bool = False              # the interval table was calibrated on this file
 
     def to_json(self) -> dict:
         d = asdict(self)
         if d["reason"] is None:
             del d["reason"]
+        if d["interval"] is None:
+            for k in ("interval", "covered", "interval_in_sample"):
+                del d[k]
+        else:
+            d["interval"] = list(d["interval"])
         return d
+
+
+def stack_defaults() -> dict[str, str | None]:
+    """The framework and engine a case runs when it states none: the predictors' documented
+    defaults (their `framework` / `engine` field defaults or STACK_DEFAULTS), None where the
+    predictor has no such field (model/regime.py's defaults then apply)."""
+    from gpucluster.validate.inference_predictor import Serving
+    from gpucluster.validate.training_predictor import STACK_DEFAULTS, Training
+
+    def default(model: type, name: str, table: dict | None = None) -> str | None:
+        field = model.model_fields.get(name)  # type: ignore[attr-defined]
+        value = field.default if field is not None else None
+        if not isinstance(value, str) and table is not None:
+            value = table.get(name)
+        return value if isinstance(value, str) else None
+
+    return {"framework": default(Training, "framework", STACK_DEFAULTS), "engine": default(Serving, "engine")}
+
+
+def _interval(case, metric: str, value: float | None, measured: float, path: str | Path) -> dict:
+    """The calibrated interval of one prediction and whether the measurement lies in it."""
+    if value is None or case.kind not in ("training", "inference"):
+        return {}
+    from gpucluster.catalog.intervals import calibrated_on
+    from gpucluster.model.intervals import case_interval
+    from gpucluster.errors import UserError
+
+    try:
+        iv = case_interval(case, metric, value, stack_defaults())
+    except (UserError, KeyError, TypeError):   # a case the regime cannot be read from: no interval
+        return {}
+    if iv is None:
+        return {}
+    return {"interval": (iv.lo, iv.hi), "covered": iv.contains(measured), "interval_in_sample": calibrated_on(path)}
 
 
 def load_file(path: str | Path) -> ValidationFile:
@@ -63,7 +105,8 @@ def run_file(path: str | Path) -> list[CaseResult]:
                 why = f"metric {metric!r} is not predicted for {case.kind} (predicted: {', '.join(predicted)})"
             error = (value - measured) / measured if value is not None else None
             results.append(CaseResult(case.id, case.kind, metric, measured, value, error, case.source,
-                                      str(path), why, fitted and value is not None))
+                                      str(path), why, fitted and value is not None,
+                                      **_interval(case, metric, value, measured, path)))
     return results
 
 
@@ -79,5 +122,30 @@ def summarize(results: list[CaseResult]) -> dict[str, dict]:
             "median_abs_error": statistics.median(errs) if errs else None,
             "mean_abs_error": statistics.fmean(errs) if errs else None,
             "max_abs_error": max(errs) if errs else None,
+            **coverage_of(rows),
         }
+    return out
+
+
+def coverage_of(rows: list[CaseResult]) -> dict:
+    """The share of predictions whose measured value lies inside their interval, and the
+    median relative half-width (None where no prediction has an interval)."""
+    with_iv = [r for r in rows if r.interval is not None and r.predicted]
+    if not with_iv:
+        return {"with_interval": 0, "covered": 0, "coverage": None, "median_half_width": None,
+                "interval_in_sample": 0}
+    covered = sum(bool(r.covered) for r in with_iv)
+    half = statistics.median((r.interval[1] - r.interval[0]) / 2 / r.predicted for r in with_iv)  # type: ignore[index,operator]
+    return {"with_interval": len(with_iv), "covered": covered, "coverage": covered / len(with_iv),
+            "median_half_width": half, "interval_in_sample": sum(r.interval_in_sample for r in with_iv)}
+
+
+def coverage_by_file(results: list[CaseResult]) -> dict[str, dict]:
+    """coverage_of per file and kind (files named by their base name)."""
+    out: dict[str, dict] = {}
+    for key in sorted({(Path(r.file or "-").name, r.kind) for r in results}):
+        rows = [r for r in results if (Path(r.file or "-").name, r.kind) == key]
+        cov = coverage_of(rows)
+        if cov["with_interval"]:
+            out[f"{key[0]} {key[1]}"] = cov
     return out
