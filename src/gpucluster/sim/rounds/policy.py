@@ -106,6 +106,8 @@ class RoundPolicy(Policy):
                        (j.speed_on(t) if j.speeds else 1.0) for t in types] for j in jobs])
         scale = np.array([j.gpus if j.milli >= 1000 else 1 for j in jobs], dtype=np.int64)
         prices = np.array([self.prices.get(t, 1.0) for t in types])
+        if hasattr(self.alloc, "type_names"):   # fifo_gavel_code orders the types by name, as Gavel's code
+            self.alloc.type_names = list(types)
         p = Problem(np.array([j.id for j in jobs]), T, scale, cap, prices,
                     np.array([now - j.submit for j in jobs]), np.array([j.remaining() for j in jobs]))
         self.X = self.alloc.allocate(p)
@@ -144,6 +146,9 @@ _POLICIES = [
      "Gavel's FIFO on the fastest type with room (re-placed at each change), 360 s rounds"),
     ("gavel_fifo", "fifo", ("fifo-agnostic",),
      "Gavel's agnostic FIFO (a random type per job, kept), 360 s rounds"),
+    ("gavel_fifo_code", "fifo_gavel_code", ("fifo-gavel-code",),
+     "Gavel's agnostic FIFO as its code places jobs: the last type in name order with a free GPU, kept; "
+     "360 s rounds"),
     ("finish_time_fairness_perf", "finish_time_fairness_perf", ("themis-perf",),
      "finish-time fairness (Themis, as in Gavel), heterogeneity-aware, bisection over LPs"),
     ("finish_time_fairness", "finish_time_fairness", ("themis",),
