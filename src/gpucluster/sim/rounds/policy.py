@@ -61,6 +61,15 @@ class RoundPolicy(Policy):
         self.allocations = 0
 
     def prepare(self, sim: Any) -> None:
+        # A job that moves or resumes reloads for restart_s at each round it (re)starts in: at
+        # restart_s >= round_s it can be preempted before it computes at all, for ever (Gavel's
+        # engine refuses switch_s >= round_s for the same reason).
+        slow = max((j.restart_s for j in sim.jobs if j.kind != "replica"), default=0.0)
+        if slow >= self.round_s:
+            from gpucluster.errors import UserError
+            raise UserError(f"a workload's restart_s ({slow:g} s) must be below the policy's round_s "
+                            f"({self.round_s:g} s): a job that reloads for a whole round never runs",
+                            field="policy_options.round_s")
         self.prices = dict(getattr(sim, "prices", {}))
         self.alloc.rng = np.random.default_rng(sim.kernel.seed if hasattr(sim.kernel, "seed") else 0)
 
