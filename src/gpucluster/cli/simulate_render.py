@@ -216,6 +216,10 @@ def render_compare(results: dict[str, dict[str, Any]]) -> None:
             t.add_row(f"wait {q}, all partitions: simulated (recorded)",
                       *(_vs_recorded(s, q) for s in results.values()))
     console.print(t)
+    # what every run rests on (the planner's run times per GPU type, trace readers): once, not per policy
+    shared = [n for n in first.get("notes") or [] if all(n in (r.get("notes") or []) for r in results.values())]
+    for note in shared:
+        console.print(f"Note: {safe(note)}")
 
 
 def _vs_recorded(s: dict, q: str) -> str:
