@@ -152,5 +152,5 @@ def test_progress_advances_during_a_run_of_few_events(tmp_path, monkeypatch) -> 
 
 def test_a_reload_as_long_as_a_round_is_refused(tmp_path) -> None:
     from gpucluster.errors import UserError
-    with pytest.raises(UserError, match="restart_s .* must be below the policy's round_s"):
+    with pytest.raises(UserError, match=r"restart_s .* must be below the policy's round_s"):
         simulate(_scenario(tmp_path, restart_s=360.0))

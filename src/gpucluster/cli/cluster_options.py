@@ -106,7 +106,8 @@ def resolve(cluster: str | None, gpu: str | None, nodes: int | None, nic: str = 
                                     ("--nic", nic != DEFAULT_NIC), ("--nics-per-node", nics_per_node is not None),
                                     ("--switch", switch is not None)) if given]
         if extra:
-            raise UserError(f"{', '.join(extra)} {'describe' if len(extra) > 1 else 'describes'} a cluster without a file; give the cluster file or the "
+            verb = "describe" if len(extra) > 1 else "describes"
+            raise UserError(f"{', '.join(extra)} {verb} a cluster without a file; give the cluster file or the "
                             f"options, not both", field=extra[0])
         return ClusterChoice(load_cluster(cluster), cluster, cluster)
     if gpu is None:

@@ -177,7 +177,7 @@ def sim_utilization(series: Mapping[str, Mapping[str, Sequence[float]]],
     if means is None:
         means = {p: (sum(ts["allocation"]) / len(ts["allocation"]), sum(ts["busy"]) / len(ts["busy"]))
                  for p, ts in series.items() if ts and ts["allocation"]}
-    shown = {p: ab for p, ab in means.items() if ab[0] is not None and ab[1] is not None}
+    shown = {p: (a, b) for p, (a, b) in means.items() if a is not None and b is not None}
     if not shown:
         return Figure("utilization", "Allocation and busy GPUs over time", "The run recorded no samples.", fig)
     # one decimal, as the report's tables print these fractions

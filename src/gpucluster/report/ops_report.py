@@ -159,9 +159,9 @@ def simulate_report(summaries: dict[str, dict[str, Any]], jcts: dict[str, list[f
     classes = []
     for p, s in summaries.items():
         for name, c in s["classes"].items():
-            q = c.get("queued_s") or {}
+            queued = c.get("queued_s") or {}
             classes.append([p, name, c["jobs"], c["completed"], _dur(c["wait_s"]["p50"]), _dur(c["wait_s"]["p99"]),
-                            _dur(q.get("mean")), _dur(c["jct_s"]["p50"]), _dur(c["jct_s"]["p99"]), c["preemptions"],
+                            _dur(queued.get("mean")), _dur(c["jct_s"]["p50"]), _dur(c["jct_s"]["p99"]), c["preemptions"],
                             f"{c.get('restart_gpu_hours', 0.0):,.0f}", f"{c.get('restart_preemption_gpu_hours', 0.0):,.0f}"])
     tables = [Table("Policies" if len(summaries) > 1 else "Summary", cols, rows),
               Table("Job classes (wait: submit to first start; queued: all time waiting, preempted spells included)",
