@@ -154,3 +154,10 @@ def test_a_reload_as_long_as_a_round_is_refused(tmp_path) -> None:
     from gpucluster.errors import UserError
     with pytest.raises(UserError, match=r"restart_s .* must be below the policy's round_s"):
         simulate(_scenario(tmp_path, restart_s=360.0))
+
+
+def test_equal_goodput_is_not_ranked() -> None:
+    from gpucluster.report.ops_report import conclusions
+    out = conclusions({"a": _fake(10, 0.9, 0.984), "b": _fake(10, 0.8, 0.9841)}, {"a": [3600.0], "b": [7200.0]})
+    assert any(c.startswith("Goodput is 98.4% under every policy") for c in out)
+    assert not any("wastes the least" in c for c in out)

@@ -220,6 +220,10 @@ def conclusions(summaries: dict[str, dict[str, Any]], jcts: dict[str, list[float
         if good:
             top, low = max(good, key=lambda p: good[p]), min(good, key=lambda p: good[p])
             g = summaries[low]["gpu_hours"]
+            if _pct(good[top]) == _pct(good[low]):    # equal as the table prints them: no ranking to give
+                out.append(f"Goodput is {_pct(good[top])} under every policy: none wastes more GPU time than another")
+                good = {}
+        if good:
             out.append(f"{top} wastes the least GPU time (goodput {_pct(good[top])}); {low} the most "
                        f"({_pct(good[low])}: {g.get('restart_preemption', 0.0):,.0f} GPU-h restarting after "
                        f"preemptions and moves, {g['restart']:,.0f} after failures, "
