@@ -152,8 +152,13 @@ def test_progress_advances_during_a_run_of_few_events(tmp_path, monkeypatch) -> 
 
 def test_a_reload_as_long_as_a_round_is_refused(tmp_path) -> None:
     from gpucluster.errors import UserError
-    with pytest.raises(UserError, match=r"restart_s .* must be below the policy's round_s"):
+    with pytest.raises(UserError, match=r"restart_s \(360 s\) is not below the policy's round_s"):
         simulate(_scenario(tmp_path, restart_s=360.0))
+    p = _scenario(tmp_path, restart_s=400.0)       # with a horizon it ends there, and says why
+    p.write_text(p.read_text().replace("seed: 0", "seed: 0\nhorizon_days: 2"))
+    run = simulate(p)
+    assert run.summary["simulated_days"] == pytest.approx(2.0)
+    assert any("never gets past its reload" in n for n in run.summary["notes"])
 
 
 def test_equal_goodput_is_not_ranked() -> None:

@@ -62,14 +62,18 @@ class RoundPolicy(Policy):
 
     def prepare(self, sim: Any) -> None:
         # A job that moves or resumes reloads for restart_s at each round it (re)starts in: at
-        # restart_s >= round_s it can be preempted before it computes at all, for ever (Gavel's
-        # engine refuses switch_s >= round_s for the same reason).
+        # restart_s >= round_s a job sliced every round never gets past its reload (Gavel's engine
+        # refuses switch_s >= round_s). Without a horizon such a run may never end: refused; with
+        # one it ends at the horizon: said in the notes.
         slow = max((j.restart_s for j in sim.jobs if j.kind != "replica"), default=0.0)
         if slow >= self.round_s:
-            from gpucluster.errors import UserError
-            raise UserError(f"a workload's restart_s ({slow:g} s) must be below the policy's round_s "
-                            f"({self.round_s:g} s): a job that reloads for a whole round never runs",
-                            field="policy_options.round_s")
+            why = (f"a workload's restart_s ({slow:g} s) is not below the policy's round_s ({self.round_s:g} s): "
+                   f"a job moved or time-sliced every round never gets past its reload")
+            if sim.cfg.horizon_s is None:
+                from gpucluster.errors import UserError
+                raise UserError(why + "; lower restart_s, raise policy_options.round_s, or set horizon_days",
+                                field="policy_options.round_s")
+            sim.notes.append(why + " (the run stops at the horizon)")
         self.prices = dict(getattr(sim, "prices", {}))
         self.alloc.rng = np.random.default_rng(sim.kernel.seed if hasattr(sim.kernel, "seed") else 0)
 
