@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Annotated, Any, Optional
 
 import typer
@@ -54,8 +55,8 @@ def advise(
     cname, _, sockets = cpu.partition(":")
     if sockets and (not sockets.isdigit() or int(sockets) < 1):
         raise UserError(f"sockets must be a positive integer, got {sockets!r}", field="--cpu")
-    if months is not None and months <= 0:
-        raise UserError(f"must be > 0, got {months}", field="--months")
+    if months is not None and not (math.isfinite(months) and 0 < months <= 1200):   # NaN passed `<= 0`
+        raise UserError(f"must be a finite number > 0 and <= 1200 (100 years), got {months}", field="--months")
     rungs, answer = ladder(spec, gpu, nic, tok, deadline_s, (cname, int(sockets or 2)))
     budget = tok or default_tokens(spec)
     tokens_source = "given" if tok else "Chinchilla: 20 tokens per active parameter (Hoffmann et al. 2022)"

@@ -20,6 +20,8 @@ from gpucluster.errors import UserError
 # name -> (module, attribute, is a group of subcommands, the one-line summary `--help` lists).
 # The summary is the command's own first docstring line; tests/cli/test_app_lazy.py holds them equal.
 COMMANDS: dict[str, tuple[str, str, bool, str]] = {
+    "init": ("gpucluster.cli.init_cmd", "init", False,
+             "Write a cluster spec YAML from --gpu, --nodes, --nic and --nics-per-node, for every other command."),
     "catalog": ("gpucluster.cli.catalog_cmd", "catalog", False,
                 "List GPUs, NICs, switches, CPUs and link technologies, or show one entry with sources."),
     "models": ("gpucluster.cli.models_cmd", "models", False,

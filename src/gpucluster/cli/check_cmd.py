@@ -8,20 +8,27 @@ from typing import Annotated, Optional
 
 import typer
 
+from gpucluster.cli.cluster_options import DEFAULT_NIC, GpuOpt, NicOpt, NicsOpt, NodesOpt, SwitchOpt
 from gpucluster.cli.render import console, print_json, safe
 
 STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
 
 def check(
-    cluster: Annotated[Optional[str], typer.Argument(help="Cluster spec YAML")] = None,
+    cluster: Annotated[Optional[str], typer.Argument(help="Cluster spec YAML (or --gpu, --nodes, --nic)")] = None,
+    gpu: GpuOpt = None,
+    nodes: NodesOpt = None,
+    nic: NicOpt = DEFAULT_NIC,
+    nics_per_node: NicsOpt = None,
+    switch: SwitchOpt = None,
     job: Annotated[Optional[list[str]], typer.Option(help="Job file: sbatch script, DeepSpeed JSON, torchrun "
                                                           "command line, Kubernetes YAML or NCCL env file")] = None,
     model: Annotated[Optional[str], typer.Option(help="Model the jobs train (default llama3-70b, the seeds' 70B)")] = None,
     profile: Annotated[str, typer.Option(help="Failure data: llama3, opt-175b, bloom-176b, seed")] = "llama3",
     pool: Annotated[Optional[str], typer.Option(help="Node pool the jobs run on (default: the first)")] = None,
     interfaces: Annotated[Optional[str], typer.Option(help="Network interfaces a node has, e.g. ib0,ib1,eth0")] = None,
-    input_gbps_per_gpu: Annotated[Optional[float], typer.Option(help="Training input GB/s per GPU (images, video)")] = None,
+    input_gbps_per_gpu: Annotated[Optional[float], typer.Option(
+        help="Training input GB/s per GPU (images, video); a finite number >= 0")] = None,
     checkpoint_interval: Annotated[Optional[str], typer.Option(help="Your checkpoint interval, e.g. 30m")] = None,
     checkpoint_tier: Annotated[Optional[str], typer.Option(help="Storage tier checkpoints go to (default: the best)")] = None,
     rule: Annotated[Optional[list[str]], typer.Option(help="Run only these rules (repeat)")] = None,
@@ -33,7 +40,7 @@ def check(
     """Find what is wrong with a cluster spec and its job files, with the numbers and the fix."""
     from gpucluster.check.request import check as run_check
     from gpucluster.check.rules import RULES
-    from gpucluster.errors import UserError
+    from gpucluster.cli.cluster_options import finite_in, path_of, resolve
 
     if list_rules:
         rows = [{"id": n, "summary": r.summary} for n, r in sorted(RULES.items())]
@@ -43,11 +50,16 @@ def check(
             for r in rows:
                 console.print(safe(f"{r['id']:24} {r['summary']}"))
         return
-    if cluster is None:
-        raise UserError("give a cluster spec: gpucluster check CLUSTER.yaml [--job FILE ...]")
-    report = run_check(cluster, jobs=job, model=model, profile=profile, pool=pool, interfaces=interfaces,
+    finite_in(input_gbps_per_gpu, "--input-gbps-per-gpu", 0.0)
+    choice = resolve(cluster, gpu, nodes, nic, nics_per_node, switch)
+    path = path_of(choice)
+    report = run_check(path, jobs=job, model=model, profile=profile, pool=pool, interfaces=interfaces,
                        input_gbps_per_gpu=input_gbps_per_gpu, checkpoint_interval=checkpoint_interval,
                        checkpoint_tier=checkpoint_tier, rules=rule, fail_on=fail_on)
+    if choice.path is None:   # a finding points at the options, not at the file written for the rules
+        from dataclasses import replace
+        report.findings[:] = [replace(f, where=f"options {choice.source}") if f.where and f.where.startswith(path)
+                              else f for f in report.findings]
     ctx, findings, counts, code = report.context, report.findings, report.counts, report.exit_code
     data = report.to_json()
     if json_out:

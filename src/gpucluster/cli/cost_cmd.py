@@ -7,6 +7,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
+from gpucluster.cli.cluster_options import DEFAULT_NIC, GpuOpt, NicOpt, NicsOpt, NodesOpt, SwitchOpt
 from gpucluster.cli.render import console, num, print_json, safe
 
 
@@ -30,25 +31,37 @@ def parse_price_flags(flags: list[str] | None, files: list[str] | None) -> dict[
 
 
 def cost(
-    cluster: Annotated[str, typer.Argument(help="Cluster spec YAML")],
+    cluster: Annotated[Optional[str], typer.Argument(help="Cluster spec YAML (or --gpu, --nodes, --nic)")] = None,
+    gpu: GpuOpt = None,
+    nodes: NodesOpt = None,
+    nic: NicOpt = DEFAULT_NIC,
+    nics_per_node: NicsOpt = None,
+    switch: SwitchOpt = None,
     years: Annotated[float, typer.Option(help="TCO period in years")] = 3.0,
     utilization: Annotated[Optional[float], typer.Option(help="Fraction of GPU-hours used (default from prices.yaml)")] = None,
     price: Annotated[Optional[list[str]], typer.Option(help="Override a price, e.g. fte_usd_per_year=150000")] = None,
     prices: Annotated[Optional[list[str]], typer.Option(help="YAML file of price overrides")] = None,
     model: Annotated[Optional[str], typer.Option(help="Cost one training run of this model (preset or YAML)")] = None,
     tokens: Annotated[Optional[str], typer.Option(help="Tokens for the run (default: 20 per parameter)")] = None,
-    serve_tokens_per_s: Annotated[Optional[float], typer.Option(help="Serving throughput, tokens/s, for $ per million tokens")] = None,
-    serve_gpus: Annotated[Optional[int], typer.Option(help="GPUs that serve --serve-tokens-per-s (default: one node)")] = None,
+    serve_tokens_per_s: Annotated[Optional[float], typer.Option(
+        help="Serving throughput, tokens/s, for $ per million tokens; a finite number > 0")] = None,
+    serve_gpus: Annotated[Optional[int], typer.Option(
+        help="GPUs that serve --serve-tokens-per-s, >= 1 (default: one node)")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
     html: Annotated[Optional[str], typer.Option(help="Also write a self-contained HTML report with plots")] = None,
 ) -> None:
     """What the cluster costs to build and run, against renting it; break-even month and TCO."""
     from gpucluster.errors import UserError
     from gpucluster.model.cost import build_usd_per_gpu_hour, usd_per_million_tokens
+    from gpucluster.cli.cluster_options import finite_in, path_of, resolve
     from gpucluster.plan.cost_plan import cost_plan
-    from gpucluster.specs.cluster import load_cluster
 
-    spec = load_cluster(cluster)
+    # checked before any work: NaN passed `<= 0` and --serve-gpus 0 fell back to one node
+    finite_in(serve_tokens_per_s, "--serve-tokens-per-s", 0.0, lo_open=True)
+    if serve_gpus is not None and not 1 <= serve_gpus <= 10_000_000:
+        raise UserError(f"must be from 1 to 10,000,000, got {serve_gpus}", field="--serve-gpus")
+    choice = resolve(cluster, gpu, nodes, nic, nics_per_node, switch)
+    spec = choice.spec
     plan = cost_plan(spec, overrides=parse_price_flags(price, prices), years=years, utilization=utilization)
     b = plan.build
     own_rate = build_usd_per_gpu_hour(b, years, plan.utilization)
@@ -65,18 +78,14 @@ def cost(
     }
     run = None
     if model is not None:
-        run = _run(cluster, spec, model, tokens)
+        run = _run(path_of(choice), spec, model, tokens)
         on_demand = plan.rent[0].usd_per_gpu_hour
         out["training_run"] = {
             "model": run.training.spec.name, "tokens": run.training.tokens, "gpu_hours": run.training.gpu_hours,
             "goodput": run.goodput, "wall_s": run.wall_s, "rent_usd": run.cost_usd(on_demand),
             "build_usd": run.cost_usd(own_rate)}
     if serve_tokens_per_s is not None:
-        gpus = serve_gpus or spec.node_pools[0].gpus_per_node
-        if gpus < 1:
-            raise UserError(f"must be >= 1, got {gpus}", field="--serve-gpus")
-        if serve_tokens_per_s <= 0:
-            raise UserError(f"must be > 0, got {serve_tokens_per_s}", field="--serve-tokens-per-s")
+        gpus = serve_gpus if serve_gpus is not None else spec.node_pools[0].gpus_per_node
         out["serving"] = {"gpus": gpus, "tokens_per_s": serve_tokens_per_s,
                           "rent_usd_per_million_tokens": usd_per_million_tokens(plan.rent[0].usd_per_gpu_hour, gpus,
                                                                                 serve_tokens_per_s),

@@ -7,24 +7,32 @@ from typing import Annotated, Any, Optional
 
 import typer
 
+from gpucluster.cli.cluster_options import DEFAULT_NIC, GpuOpt, NicOpt, NicsOpt, NodesOpt, SwitchOpt
 from gpucluster.cli.render import console, num, print_json, safe
 
 
 def facility(
-    cluster: Annotated[str, typer.Argument(help="Cluster spec YAML")],
+    cluster: Annotated[Optional[str], typer.Argument(help="Cluster spec YAML (or --gpu, --nodes, --nic)")] = None,
+    gpu: GpuOpt = None,
+    nodes: NodesOpt = None,
+    nic: NicOpt = DEFAULT_NIC,
+    nics_per_node: NicsOpt = None,
+    switch: SwitchOpt = None,
     model: Annotated[Optional[str], typer.Option(help="Also size storage for training this model: input "
                                                       "read rate and checkpoint bursts per tier")] = None,
     input_gbps_per_gpu: Annotated[Optional[float], typer.Option(help="Input GB/s per GPU (images, video) "
-                                                                     "instead of token ids")] = None,
+                                                                     "instead of token ids; a finite number >= 0")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
 ) -> None:
     """kW per node and per rack, amperes and circuits on the feed, air or liquid cooling; with
     --model, what storage must deliver to feed the GPUs and absorb checkpoints, tier by tier."""
     from gpucluster.catalog.operations import facility_limits, price_book
+    from gpucluster.cli.cluster_options import finite_in, path_of, resolve
     from gpucluster.model.facility import facility_report
-    from gpucluster.specs.cluster import load_cluster
 
-    spec = load_cluster(cluster)
+    finite_in(input_gbps_per_gpu, "--input-gbps-per-gpu", 0.0)
+    choice = resolve(cluster, gpu, nodes, nic, nics_per_node, switch)
+    spec = choice.spec
     book = price_book()
     rep = facility_report(spec, facility_limits(), book.host_base_w.value, default_pue=book.pue.value)
     out: dict[str, Any] = {
@@ -35,7 +43,7 @@ def facility(
         "provenance": list(rep.provenance),
     }
     if model is not None:
-        out["storage"] = storage_needs(cluster, spec, model, input_gbps_per_gpu)
+        out["storage"] = storage_needs(path_of(choice), spec, model, input_gbps_per_gpu)
     if json_out:
         from gpucluster.documents import dump
         print_json(dump("facility", out))

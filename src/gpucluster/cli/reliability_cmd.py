@@ -6,6 +6,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
+from gpucluster.cli.cluster_options import DEFAULT_NIC, GpuOpt, NicOpt, NicsOpt, SwitchOpt
 from gpucluster.cli.render import console, num, print_json, safe
 
 DEFAULT_GPUS = (8, 64, 256, 1024, 2048, 8000, 16384, 80000)
@@ -16,11 +17,17 @@ MAX_GPUS = 10_000_000
 
 
 def reliability(
-    cluster: Annotated[Optional[str], typer.Argument(help="Cluster spec YAML (omit for an MTBF table only)")] = None,
+    cluster: Annotated[Optional[str], typer.Argument(
+        help="Cluster spec YAML, or --gpu, --nodes, --nic (omit both for an MTBF table only)")] = None,
+    gpu: GpuOpt = None,
+    nic: NicOpt = DEFAULT_NIC,
+    nics_per_node: NicsOpt = None,
+    switch: SwitchOpt = None,
     model: Annotated[str, typer.Option(help="Model whose checkpoints are saved (preset or YAML)")] = "llama3-70b",
     profile: Annotated[str, typer.Option(help="Failure data: llama3, opt-175b, bloom-176b or seed")] = "llama3",
     pool: Annotated[Optional[str], typer.Option(help="Node pool (default: the first)")] = None,
-    nodes: Annotated[Optional[int], typer.Option(help="Nodes the job uses (default: the whole pool)")] = None,
+    nodes: Annotated[Optional[int], typer.Option(help="Nodes the job uses (default: the whole pool); with --gpu, "
+                                                      "the cluster's nodes too (default 1)")] = None,
     interval: Annotated[Optional[str], typer.Option(help="Your checkpoint interval, e.g. 30m, to compare")] = None,
     gpus: Annotated[Optional[list[int]], typer.Option(help="GPU counts for the MTBF table")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
@@ -51,12 +58,13 @@ def reliability(
                                        "rate_per_unit_hour": c.rate_per_unit_hour, "source": c.source}
                                       for c in fm.causes]}
     plan = None
-    if cluster is not None:
+    if cluster is not None or gpu is not None or nic != DEFAULT_NIC or nics_per_node is not None or switch is not None:
+        from gpucluster.cli.cluster_options import resolve
         from gpucluster.plan.reliability_plan import reliability_plan
-        from gpucluster.specs.cluster import load_cluster
         from gpucluster.specs.workload import load_model_spec
 
-        plan = reliability_plan(load_cluster(cluster), load_model_spec(model), profile=profile, pool=pool,
+        choice = resolve(cluster, gpu, nodes, nic, nics_per_node, switch, nodes_with_file=True)
+        plan = reliability_plan(choice.spec, load_model_spec(model), profile=profile, pool=pool,
                                 nodes=nodes, interval_s=interval_s)
         out["job"] = _job(plan)
     if json_out:

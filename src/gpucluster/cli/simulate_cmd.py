@@ -116,6 +116,7 @@ def _run(loaded, policy: str | None, seed: int | None, events: str | None, label
     import signal
     import time
 
+    from gpucluster.cli.simulate_render import progress_of
     from gpucluster.errors import UserError
     from gpucluster.sim.request import simulate
 
@@ -145,13 +146,13 @@ def _run(loaded, policy: str | None, seed: int | None, events: str | None, label
 
             from gpucluster.cli.render import err_console, safe
             bar = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
-                           TextColumn("day {task.completed:,.0f}"), TimeElapsedColumn(),
+                           TextColumn("{task.fields[where]}"), TimeElapsedColumn(),
                            console=err_console, transient=True)
             bar.start()
             progress["bar"] = bar
-            end = sim.cfg.horizon_s or max((j.submit for j in sim.jobs), default=0.0) * 1.2 or 86400.0
-            progress["task"] = bar.add_task(safe(label), total=end / 86400.0)   # label: scenario name
-        bar.update(progress["task"], completed=t / 86400.0)
+            progress["task"] = bar.add_task(safe(label), total=1.0, where="")   # label: scenario name
+        done, where = progress_of(sim, t)
+        bar.update(progress["task"], completed=done, where=where)
 
     def on_sigint(signum, frame) -> None:
         sim = holder.get("sim")

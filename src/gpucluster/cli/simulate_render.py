@@ -26,6 +26,20 @@ def sparkline(values: list[float], width: int = 60) -> str:
     return "".join(BLOCKS[min(8, max(0, round(v * 8)))] for v in pts)
 
 
+def progress_of(sim: Any, t: float) -> tuple[float, str]:
+    """How far a run is (0-1) and what to show beside the bar. With a horizon: simulated time
+    over it. Without: jobs ended over jobs to run (the end time is not known in advance; a
+    guess from the last arrival stalls when the queue drains slowly, as under time-sharing)."""
+    day = f"day {t / 86400:,.1f}"
+    horizon = sim.cfg.horizon_s
+    if horizon:
+        return min(1.0, t / horizon), day
+    total = max(len(sim.jobs), len(sim.by_id))
+    if not total:
+        return 0.0, day
+    return min(1.0, sim.finished / total), f"{day}, {sim.finished:,} of {total:,} jobs ended"
+
+
 def render_summary(s: dict[str, Any]) -> None:
     from rich.table import Table
 
@@ -55,7 +69,8 @@ def render_summary(s: dict[str, Any]) -> None:
                 f"{pct(u['cloud_allocated_gpu_hours'] / u['cloud_capacity_gpu_hours'])} of them allocated")
     g = s["gpu_hours"]
     c.print(f"Goodput: {pct(s['goodput'])} of allocated GPU-hours did useful work (checkpoints "
-            f"{num(g['checkpoint'], 0)}, restarts {num(g['restart'], 0)}, lost to failures "
+            f"{num(g['checkpoint'], 0)}, restarts after failures {num(g['restart'], 0)}, restarts after "
+            f"preemptions and moves {num(g.get('restart_preemption', 0.0), 0)}, lost to failures "
             f"{num(g['lost_failures'], 0)}, lost to preemption {num(g['lost_preemption'], 0)} GPU-h)")
     f = s.get("failures")
     if f:
@@ -81,15 +96,20 @@ def render_summary(s: dict[str, Any]) -> None:
                 + (f", ${per:.2f} per useful GPU-hour" if per else ""))
     if s["makespan_s"] is not None:
         c.print(f"Makespan: {dur(s['makespan_s'])}")
-    t = Table(title="Per job class", title_justify="left")
+    t = Table(title="Per job class (wait: submit to first start; queued: all time waiting, preempted spells "
+                    "included)", title_justify="left")
     for col in ("class", "kind", "jobs", "done", "failed", "left", "wait mean", "wait p50", "wait p99",
-                "JCT mean", "JCT p50", "JCT p99", "GPU-h", "restarts"):
+                "queued mean", "queued p99", "JCT mean", "JCT p50", "JCT p99", "GPU-h", "restarts",
+                "preemptions", "restart GPU-h failures / moves"):
         t.add_column(col, justify="left" if col in ("class", "kind") else "right")
     for name, k in s["classes"].items():
+        q = k.get("queued_s") or {}
         t.add_row(safe(name), safe(k["kind"]), f"{k['jobs']:,}", f"{k['completed']:,}", f"{k['failed'] + k['cancelled']:,}",
                   f"{k['running'] + k['pending']:,}", dur(k["wait_s"]["mean"]), dur(k["wait_s"]["p50"]),
-                  dur(k["wait_s"]["p99"]), dur(k["jct_s"]["mean"]), dur(k["jct_s"]["p50"]), dur(k["jct_s"]["p99"]),
-                  num(k["gpu_hours"], 0), f"{k['restarts']:,}")
+                  dur(k["wait_s"]["p99"]), dur(q.get("mean")), dur(q.get("p99")), dur(k["jct_s"]["mean"]),
+                  dur(k["jct_s"]["p50"]), dur(k["jct_s"]["p99"]), num(k["gpu_hours"], 0), f"{k['restarts']:,}",
+                  f"{k['preemptions']:,}", f"{num(k.get('restart_gpu_hours'), 0)} / "
+                  f"{num(k.get('restart_preemption_gpu_hours'), 0)}")
     c.print(t)
     _render_recorded_waits(s)
     for name, sv in (s.get("services") or {}).items():
@@ -139,13 +159,17 @@ ROWS = [
     ("goodput", lambda s: pct(s["goodput"])),
     ("jobs completed", lambda s: f"{s['jobs']['completed']:,}"),
     ("still pending", lambda s: f"{s['jobs']['pending']:,}"),
-    ("mean wait", lambda s: dur(_mean(s, "wait_s"))),
-    ("p99 wait (worst class)", lambda s: dur(_worst(s, "wait_s", "p99"))),
+    ("mean wait to first start", lambda s: dur(_mean(s, "wait_s"))),
+    ("p99 wait to first start (worst class)", lambda s: dur(_worst(s, "wait_s", "p99"))),
+    ("mean time queued (preempted spells too)", lambda s: dur(_mean(s, "queued_s"))),
     ("mean JCT", lambda s: dur(_mean(s, "jct_s"))),
     ("makespan", lambda s: dur(s["makespan_s"])),
     ("fragmentation", lambda s: pct(s["fragmentation"].get("mean_ratio"))),
     ("lost to failures GPU-h", lambda s: num(s["gpu_hours"]["lost_failures"], 0)),
     ("lost to preemption GPU-h", lambda s: num(s["gpu_hours"]["lost_preemption"], 0)),
+    ("restarts after failures GPU-h", lambda s: num(s["gpu_hours"]["restart"], 0)),
+    ("restarts after preemptions, moves GPU-h", lambda s: num(s["gpu_hours"].get("restart_preemption"), 0)),
+    ("checkpoint writes GPU-h", lambda s: num(s["gpu_hours"]["checkpoint"], 0)),
     ("SLO misses", lambda s: pct(_slo(s), 2) if s.get("services") else "-"),
     ("work done (ref. GPU-h)", lambda s: num(s.get("work_reference_gpu_hours"), 0)),
     ("$ per GPU-h of work", lambda s: num(s["cost"].get("usd_per_work_gpu_hour"), 2)),
@@ -155,7 +179,7 @@ ROWS = [
 def _mean(s: dict, key: str) -> float | None:
     tot = n = 0.0
     for k in s["classes"].values():
-        if k["kind"] == "replica" or k[key]["mean"] is None:
+        if k["kind"] == "replica" or (k.get(key) or {}).get("mean") is None:
             continue
         w = k["completed"] if key == "jct_s" else k["jobs"]
         tot += k[key]["mean"] * w
@@ -192,6 +216,10 @@ def render_compare(results: dict[str, dict[str, Any]]) -> None:
             t.add_row(f"wait {q}, all partitions: simulated (recorded)",
                       *(_vs_recorded(s, q) for s in results.values()))
     console.print(t)
+    # what every run rests on (the planner's run times per GPU type, trace readers): once, not per policy
+    shared = [n for n in first.get("notes") or [] if all(n in (r.get("notes") or []) for r in results.values())]
+    for note in shared:
+        console.print(f"Note: {safe(note)}")
 
 
 def _vs_recorded(s: dict, q: str) -> str:

@@ -3,24 +3,28 @@
 from __future__ import annotations
 
 from dataclasses import asdict
-from typing import Annotated
+from typing import Annotated, Optional
 
 import typer
 
+from gpucluster.cli.cluster_options import DEFAULT_NIC, GpuOpt, NicOpt, NicsOpt, NodesOpt, SwitchOpt, resolve
 from gpucluster.cli.render import console, num, print_json, safe
 
 
 def topology(
-    cluster: Annotated[str, typer.Option(help="Cluster spec YAML")],
+    cluster: Annotated[Optional[str], typer.Option(help="Cluster spec YAML (or --gpu, --nodes, --nic)")] = None,
+    gpu: GpuOpt = None,
+    nodes: NodesOpt = None,
+    nic: NicOpt = DEFAULT_NIC,
+    nics_per_node: NicsOpt = None,
+    switch: SwitchOpt = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
 ) -> None:
     """Per-GPU bandwidth and latency per tier, switches and cables, bisection bandwidth."""
     from rich.table import Table
 
     from gpucluster.model.topology import ASSUMPTIONS, bisection, tiers
-    from gpucluster.specs.cluster import load_cluster
-
-    spec = load_cluster(cluster)
+    spec = resolve(cluster, gpu, nodes, nic, nics_per_node, switch).spec
     bis = bisection(spec)
     tree = bis.tree
     per_pool = {p.name: tiers(spec, p.name) for p in spec.node_pools}

@@ -65,11 +65,17 @@ class SimulationDocument(Open, Document):
     cluster: Cluster
     jobs: Jobs
     utilization: Utilization
-    gpu_hours: dict[str, Num] = Field(description="GPU-hours by what they went to (useful, checkpoint, ...)")
+    gpu_hours: dict[str, Num] = Field(description="GPU-hours by what they went to: useful, checkpoint, restart "
+                                                  "(reloads after failures), restart_preemption (reloads after "
+                                                  "preemptions, round-based moves, spot reclaims), lost_failures, "
+                                                  "lost_preemption; they add up to utilization.allocated_gpu_hours")
     work_reference_gpu_hours: Num
     goodput: Num | None
     makespan_s: Num | None
-    classes: dict[str, dict[str, Any]] = Field(description="job class -> counts, waits, JCT, GPU-hours")
+    classes: dict[str, dict[str, Any]] = Field(
+        description="job class -> counts, wait_s (submit to first start), queued_s (all time waiting, preempted "
+                    "spells included), jct_s, gpu_hours, restarts, preemptions, restart_gpu_hours, "
+                    "restart_preemption_gpu_hours")
     recorded_waits: dict[str, Any] | None = Field(
         None, description="a replayed Slurm history: simulated against recorded waits (p50, p90) per partition and "
                           "over all (sim/calibration.py)")

@@ -156,8 +156,11 @@ def goodput_vs_interval(tiers: Sequence[dict[str, Any]], mtbf_s: float, given_s:
     return Figure("goodput-vs-interval", "Goodput against checkpoint interval", caption, fig)
 
 
-def sim_utilization(series: Mapping[str, Mapping[str, Sequence[float]]]) -> Figure:
-    """Allocation and busy % over time for each policy (the simulator's `timeseries`)."""
+def sim_utilization(series: Mapping[str, Mapping[str, Sequence[float]]],
+                    means: Mapping[str, tuple[float | None, float | None]] | None = None) -> Figure:
+    """Allocation and busy % over time for each policy (the simulator's `timeseries`). The caption
+    quotes `means` (policy -> run-wide allocation, busy: the summary's, as its table shows them);
+    without them, the time average of the plotted series."""
     g = go()
     fig = g.Figure()
     for i, (policy, ts) in enumerate(series.items()):
@@ -171,25 +174,29 @@ def sim_utilization(series: Mapping[str, Mapping[str, Sequence[float]]]) -> Figu
                         line={"color": color, "dash": "dot"}, hovertemplate="day %{x:.1f}: %{y:.0f}% busy<extra></extra>")
     styled(fig, "simulated time (days)", "GPUs (% of capacity)")
     fig.update_yaxes(range=[0, 102])
-    means = {p: (sum(ts["allocation"]) / len(ts["allocation"]), sum(ts["busy"]) / len(ts["busy"]))
-             for p, ts in series.items() if ts and ts["allocation"]}
-    if not means:
+    if means is None:
+        means = {p: (sum(ts["allocation"]) / len(ts["allocation"]), sum(ts["busy"]) / len(ts["busy"]))
+                 for p, ts in series.items() if ts and ts["allocation"]}
+    shown = {p: (a, b) for p, (a, b) in means.items() if a is not None and b is not None}
+    if not shown:
         return Figure("utilization", "Allocation and busy GPUs over time", "The run recorded no samples.", fig)
-    top = max(means, key=lambda p: means[p][0])
-    text = "; ".join(f"{p}: {pct(a)} allocated, {pct(b)} busy" for p, (a, b) in means.items())
-    caption = (f"Solid lines are GPUs allocated to jobs, dotted lines GPUs doing work (allocated minus idle "
-               f"time inside jobs). Time-averaged, {text}. "
-               + (f"{top} keeps the most GPUs allocated; " if len(means) > 1 else "")
-               + "the gap between the lines is waste no scheduler can fix, the gap above the solid line is "
-               "capacity the scheduler left idle.")
+    # one decimal, as the report's tables print these fractions
+    text = "; ".join(f"{p}: {100 * a:.1f}% allocated, {100 * b:.1f}% busy" for p, (a, b) in shown.items())
+    caption = (f"Solid lines are GPUs allocated to jobs, dotted lines GPUs computing (allocated less checkpoint "
+               f"writes, reloads after restarts and moves, and idle time inside jobs). Over the run, {text}. "
+               "The gap between the lines is time jobs held GPUs without computing; the gap above the solid line "
+               "is capacity the scheduler left idle. Keeping GPUs allocated is not the goal: compare completion "
+               "times and goodput.")
     return Figure("utilization", "Allocation and busy GPUs over time", caption, fig)
 
 
-def jct_distribution(jcts: Mapping[str, Sequence[float]]) -> Figure:
-    """Empirical distribution (CDF) of job completion times for each policy, in hours."""
+def jct_distribution(jcts: Mapping[str, Sequence[float]],
+                     quantiles: Mapping[str, tuple[float, float]] | None = None) -> Figure:
+    """Empirical distribution (CDF) of job completion times for each policy, in hours. The caption
+    quotes `quantiles` (policy -> median and p99 in seconds, as the report's table shows them)."""
     g = go()
     fig = g.Figure()
-    medians = {}
+    medians: dict[str, tuple[float, float, int]] = {}
     for i, (policy, values) in enumerate(jcts.items()):
         v = sorted(x / 3600 for x in values if x > 0)
         if not v:
@@ -199,18 +206,32 @@ def jct_distribution(jcts: Mapping[str, Sequence[float]]) -> Figure:
         fig.add_scatter(x=[v[j] for j in idx], y=[100 * (j + 1) / n for j in idx], mode="lines",
                         name=label(policy), line={"color": PALETTE[i % len(PALETTE)], "shape": "hv"},
                         hovertemplate="%{y:.0f}% of jobs within %{x:.2f} h<extra></extra>")
-        medians[policy] = (v[n // 2], v[min(n - 1, int(0.99 * n))], n)
+        q = (quantiles or {}).get(policy)
+        if q is None:
+            q = (_percentile(list(values), 50), _percentile(list(values), 99))
+        medians[policy] = (q[0] / 3600, q[1] / 3600, len(values))
     styled(fig, "job completion time, submit to end (h, log scale)", "jobs completed within (% of jobs)")
     log_axis(fig, [x / 3600 for v in jcts.values() for x in v if x > 0], "x")
     fig.update_yaxes(range=[0, 101])
     if not medians:
         return Figure("jct", "Job completion time by policy", "No job completed.", fig)
-    text = "; ".join(f"{p}: median {m:.2f} h, p99 {q:.1f} h ({n:,} jobs)" for p, (m, q, n) in medians.items())
+    text = "; ".join(f"{p}: median {_hours(m)}, p99 {_hours(q)} ({n:,} jobs)" for p, (m, q, n) in medians.items())
     best = min(medians, key=lambda p: medians[p][0])
     caption = (f"A curve further left finishes jobs sooner. {text}. "
                + (f"{best} has the shortest median; compare the right-hand tails to see who waits longest."
                   if len(medians) > 1 else "The right-hand tail is the jobs that waited longest."))
     return Figure("jct", "Job completion time by policy", caption, fig)
+
+
+def _percentile(values: list[float], q: float) -> float:
+    import numpy as np
+    return float(np.percentile(np.asarray(values, dtype=float), q))
+
+
+def _hours(h: float) -> str:
+    """Hours as the report's tables print durations (format_duration), so a caption and its table agree."""
+    from gpucluster.units import format_duration
+    return format_duration(h * 3600)
 
 
 def bandwidth_curves(op: str, expected: Sequence[tuple[float, float]],

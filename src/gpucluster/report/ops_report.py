@@ -120,30 +120,54 @@ def completion_times(jobs: list) -> list[float]:
     return [j.end - j.submit for j in jobs if j.state == COMPLETED and j.kind != "replica"]
 
 
+def jct_quantiles(values: list[float]) -> tuple[float, float] | None:
+    """Median and p99 of completion times (s), as the summary's per-class stats compute them."""
+    import numpy as np
+    if not values:
+        return None
+    a = np.asarray(values, dtype=float)
+    return float(np.percentile(a, 50)), float(np.percentile(a, 99))
+
+
 def simulate_report(summaries: dict[str, dict[str, Any]], jcts: dict[str, list[float]]) -> Report:
-    """One run (one policy) or several policies on the same scenario."""
+    """One run (one policy) or several policies on the same scenario. Every figure's caption
+    quotes the numbers of the tables (the summaries, and the completion times `jcts`)."""
     from gpucluster.report.figures_ops import jct_distribution, sim_utilization
 
     first = next(iter(summaries.values()))
-    figures = [sim_utilization({p: s.get("timeseries") or {} for p, s in summaries.items()})]
+    means = {p: (s["utilization"]["allocation"], s["utilization"]["busy"]) for p, s in summaries.items()
+             if s["utilization"]["allocation"] is not None}
+    quant = {p: q for p, v in jcts.items() if (q := jct_quantiles(v)) is not None}
+    figures = [sim_utilization({p: s.get("timeseries") or {} for p, s in summaries.items()}, means)]
     if any(jcts.values()):
-        figures.append(jct_distribution(jcts))
-    cols = ["policy", "allocation", "busy", "goodput", "jobs completed", "failed", "pending", "makespan", "cost"]
+        figures.append(jct_distribution(jcts, quant))
+    cols = ["policy", "allocation", "busy", "goodput", "jobs completed", "failed", "pending", "JCT mean",
+            "JCT p50", "JCT p99", "wait to first start, mean", "time queued, mean", "makespan",
+            "restarts after failures GPU-h", "restarts after preemptions, moves GPU-h", "cost"]
     rows = []
     for p, s in summaries.items():
-        u, j = s["utilization"], s["jobs"]
+        u, j, g = s["utilization"], s["jobs"], s["gpu_hours"]
+        v = jcts.get(p) or []
+        q = quant.get(p)
         rows.append([p + (" (partial)" if s["partial"] else ""), _pct(u["allocation"]), _pct(u["busy"]),
                      _pct(s["goodput"]), j["completed"], j["failed"], j["pending"],
+                     _dur(sum(v) / len(v) if v else None), _dur(q[0] if q else None), _dur(q[1] if q else None),
+                     _dur(_class_mean(s, "wait_s")), _dur(_class_mean(s, "queued_s")),
                      "-" if s["makespan_s"] is None else format_duration(s["makespan_s"]),
+                     f"{g['restart']:,.0f}", f"{g.get('restart_preemption', 0.0):,.0f}",
                      _usd(s["cost"].get("total_usd"))])
     classes = []
     for p, s in summaries.items():
         for name, c in s["classes"].items():
+            queued = c.get("queued_s") or {}
             classes.append([p, name, c["jobs"], c["completed"], _dur(c["wait_s"]["p50"]), _dur(c["wait_s"]["p99"]),
-                            _dur(c["jct_s"]["p50"]), _dur(c["jct_s"]["p99"])])
+                            _dur(queued.get("mean")), _dur(c["jct_s"]["p50"]), _dur(c["jct_s"]["p99"]), c["preemptions"],
+                            f"{c.get('restart_gpu_hours', 0.0):,.0f}", f"{c.get('restart_preemption_gpu_hours', 0.0):,.0f}"])
     tables = [Table("Policies" if len(summaries) > 1 else "Summary", cols, rows),
-              Table("Job classes", ["policy", "class", "jobs", "completed", "wait p50", "wait p99", "JCT p50",
-                                    "JCT p99"], classes)]
+              Table("Job classes (wait: submit to first start; queued: all time waiting, preempted spells included)",
+                    ["policy", "class", "jobs", "completed", "wait p50", "wait p99", "queued mean", "JCT p50",
+                     "JCT p99", "preemptions", "restart GPU-h, failures", "restart GPU-h, preemptions and moves"],
+                    classes)]
     from gpucluster.sim.calibration import COLUMNS, comparison_rows
     waits = [[p, *r] for p, s in summaries.items() for r in comparison_rows(s, _dur)]
     if waits:   # a replayed Slurm history: simulated against recorded waits per partition
@@ -158,22 +182,67 @@ def simulate_report(summaries: dict[str, dict[str, Any]], jcts: dict[str, list[f
         if first.get("failures"):
             f = first["failures"]
             facts.append(("failures", f"{f['count']:,} ({f['jobs_interrupted']:,} job interruptions)"))
-    best = max(summaries, key=lambda p: summaries[p]["utilization"]["allocation"] or 0)
-    concl = [f"{best} allocates the most GPU time ({_pct(summaries[best]['utilization']['allocation'])})"
-             if len(summaries) > 1 else
-             f"{first['policy']}: {_pct(first['utilization']['allocation'])} of GPU time allocated, "
-             f"{_pct(first['goodput'])} of it useful"]
-    med = {p: sorted(v)[len(v) // 2] for p, v in jcts.items() if v}
-    if len(med) > 1:
-        fast = min(med, key=lambda p: med[p])
-        concl.append(f"{fast} completes the median job soonest ({format_duration(med[fast])}); "
-                     + ", ".join(f"{p} {format_duration(m)}" for p, m in med.items() if p != fast))
-    if any(s["partial"] for s in summaries.values()):
-        concl.append("The run was stopped early (Ctrl-C): the numbers cover the simulated part only")
+    concl = conclusions(summaries, jcts)
     notes = [n for s in summaries.values() for n in s.get("notes", [])][:20]
     title = f"Simulation: {first['scenario']}" + (" (policies compared)" if len(summaries) > 1 else "")
     return Report(title=title, facts=facts, conclusions=concl, figures=figures, tables=tables,
                   notes=list(dict.fromkeys(notes)))
+
+
+def conclusions(summaries: dict[str, dict[str, Any]], jcts: dict[str, list[float]]) -> list[str]:
+    """What to conclude, ranked on what users wait for and pay for: completion time first (most
+    jobs completed, then the lowest mean JCT), then goodput. Allocation is context, not a goal:
+    a policy can keep GPUs allocated by restarting jobs it moves."""
+    first = next(iter(summaries.values()))
+    out: list[str] = []
+    if len(summaries) == 1:
+        g = first["gpu_hours"]
+        lost = g["restart"] + g.get("restart_preemption", 0.0) + g["lost_failures"] + g["lost_preemption"]
+        v = jcts.get(first["policy"]) or []
+        out.append(f"{first['policy']}: {first['jobs']['completed']:,} jobs completed"
+                   + (f", mean completion time {format_duration(sum(v) / len(v))}" if v else "")
+                   + f"; goodput {_pct(first['goodput'])} ({lost:,.0f} GPU-h to restarts and lost work), "
+                   f"{_pct(first['utilization']['allocation'])} of GPU time allocated")
+    else:
+        mean = {p: sum(v) / len(v) for p, v in jcts.items() if v}
+        ranked = sorted(mean, key=lambda p: (-summaries[p]["jobs"]["completed"], mean[p]))
+        if ranked:
+            best = ranked[0]
+            rest = ", ".join(f"{p} {format_duration(mean[p])} ({summaries[p]['jobs']['completed']:,})"
+                             for p in ranked[1:])
+            out.append(f"{best} completes jobs soonest: mean completion time {format_duration(mean[best])} over "
+                       f"{summaries[best]['jobs']['completed']:,} completed jobs" + (f"; {rest}" if rest else ""))
+            fastest = min(mean, key=lambda p: mean[p])
+            if fastest != best:
+                out.append(f"{fastest} has a lower mean ({format_duration(mean[fastest])}) but completes fewer jobs "
+                           f"({summaries[fastest]['jobs']['completed']:,}): its mean leaves out the jobs it did not finish")
+        good = {p: s["goodput"] for p, s in summaries.items() if s["goodput"] is not None}
+        if good:
+            top, low = max(good, key=lambda p: good[p]), min(good, key=lambda p: good[p])
+            g = summaries[low]["gpu_hours"]
+            if _pct(good[top]) == _pct(good[low]):    # equal as the table prints them: no ranking to give
+                out.append(f"Goodput is {_pct(good[top])} under every policy: none wastes more GPU time than another")
+                good = {}
+        if good:
+            out.append(f"{top} wastes the least GPU time (goodput {_pct(good[top])}); {low} the most "
+                       f"({_pct(good[low])}: {g.get('restart_preemption', 0.0):,.0f} GPU-h restarting after "
+                       f"preemptions and moves, {g['restart']:,.0f} after failures, "
+                       f"{g['lost_failures'] + g['lost_preemption']:,.0f} of work lost)")
+    if any(s["partial"] for s in summaries.values()):
+        out.append("The run was stopped early (Ctrl-C): the numbers cover the simulated part only")
+    return out
+
+
+def _class_mean(s: dict[str, Any], key: str) -> float | None:
+    """Mean over the jobs of every non-replica class (each class's mean weighted by its jobs)."""
+    tot = n = 0.0
+    for c in s["classes"].values():
+        m = (c.get(key) or {}).get("mean")
+        if c["kind"] == "replica" or m is None:
+            continue
+        tot += m * c["jobs"]
+        n += c["jobs"]
+    return tot / n if n else None
 
 
 def write_simulate_report(summaries: dict[str, dict[str, Any]], jcts: dict[str, list[float]], path: str) -> None:

@@ -72,8 +72,8 @@ def planner_works(ctx: Context, w: Any, types: list[str], sizes: list[int],
             step = step_seconds(cluster, pool, str(w.model), g, gbs, seq, w.precision)
             if step is not None:
                 secs[t] = steps * step
-        for t in types:  # types without a pool: scaled from a planned one by peak
-            if t not in secs and secs:
+        for t in types:  # types without a pool: scaled from a planned one by peak (not a type it does not fit)
+            if t not in secs and secs and t not in pool_of:
                 base = next(iter(secs))
                 secs[t] = secs[base] / (peak_speeds([base, t], base) or {t: 1.0})[t]
         if not secs:
@@ -83,8 +83,10 @@ def planner_works(ctx: Context, w: Any, types: list[str], sizes: list[int],
         work = secs[ref]
         speeds = {t: (work / secs[t] if t in secs else 0.0) for t in types}
         out[g] = (work, None if len(types) == 1 and types[0] in secs else speeds)
-        ctx.notes.append(f"{w.name}: {g} x {ref} -> {work / 3600:.1f} h per job ({spec.name or w.model}, "
-                         f"{w.tokens} tokens, planner)")
+        per_type = ", ".join(f"{t} {secs[t] / 3600:.1f} h" + ("" if t == ref else f" ({speeds[t]:.2f}x)")
+                             if t in secs else f"{t} does not fit" for t in types)
+        ctx.notes.append(f"{w.name}: {g} GPUs -> {per_type} per job ({spec.name or w.model}, {w.tokens} tokens, "
+                         f"planner; speed relative to {ref})")
     return out
 
 

@@ -78,7 +78,10 @@ class Job:
     # GPU-seconds by use
     useful_gpu_s: float = 0.0
     ckpt_gpu_s: float = 0.0
-    restart_gpu_s: float = 0.0
+    restart_gpu_s: float = 0.0     # reloading after a failure
+    move_restart_gpu_s: float = 0.0  # reloading after a preemption: a round-based move, time-slicing, a reclaim
+    last_interrupt: str = ""       # why the job last stopped early ("failure", "preempted", ...)
+    ran_s: float = 0.0             # wall seconds spent running, all segments (time queued = the rest)
     lost_gpu_s: float = 0.0        # work lost to failures (since the last checkpoint)
     preempt_lost_gpu_s: float = 0.0  # work lost to preemptions and spot reclaims
     util: float = 1.0              # fraction of its GPU time the job keeps the GPUs computing

@@ -11,7 +11,13 @@ Definitions (all GPU quantities count a shared GPU by its fraction):
 * fragmentation (sampled): free GPUs that no waiting job could use (a gang too big
   for the free nodes of its type, a share too big for any GPU's free part), while
   jobs wait.
-* wait = first start - submit; JCT = end - submit (completed jobs only).
+* wait = first start - submit (time to first start); queued = the job's whole time in the
+  queue, submit to end (or the run's end) less its time running. They differ under
+  time-sharing and preemption (round-based policies, LAS): a job that starts at once and
+  is then preempted for days has a short wait and a long time queued.
+  JCT = end - submit (completed jobs only).
+* restarts: GPU time reloading after a failure (`restart`) and after a preemption, a
+  round-based move or a spot reclaim (`restart_preemption`), apart.
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ class Recorder:
         self.frag_t: list[float] = []
         self.frag: list[float] = []
         self.frag_waiting: list[bool] = []
+        self.idle_steps: list[tuple[float, float]] = []   # (time, change of held-but-not-computing GPUs)
         self.interval = 0.0
         sim.hooks_pass.append(self.record)
 
@@ -55,6 +62,17 @@ class Recorder:
         elif not self.rows or self.rows[-1] != row:
             self.t.append(now)
             self.rows.append(row)
+
+    def not_busy(self, start: float, restart_s: float, ckpt_s: float, end: float, gpus: float) -> None:
+        """A segment [start, end] of a job holding `gpus` (x its util): reloading for `restart_s`
+        at its start, then writing checkpoints for `ckpt_s` in all, spread evenly over the rest."""
+        steps = self.idle_steps
+        if restart_s > 0:
+            steps += [(start, gpus), (start + restart_s, -gpus)]
+        rest = end - start - restart_s
+        if ckpt_s > 0 and rest > 0:
+            rate = gpus * min(1.0, ckpt_s / rest)
+            steps += [(start + restart_s, rate), (end, -rate)]
 
     def _sample(self, _: Any) -> None:
         from gpucluster.sim.simulator import P_SAMPLE
@@ -77,6 +95,12 @@ class Recorder:
         cum = np.vstack([np.zeros(v.shape[1]), np.cumsum(v * dt[:, None], axis=0)])
         at = np.stack([np.interp(edges, t, cum[:, k]) for k in range(v.shape[1])], axis=1)
         avg = np.diff(at, axis=0) / np.diff(edges)[:, None]
+        if self.idle_steps:   # reloads and checkpoint writes hold GPUs without computing: not busy
+            st = np.array(sorted(self.idle_steps))
+            ts, level = st[:, 0], np.cumsum(st[:, 1])
+            cum_idle = np.concatenate([[0.0], np.cumsum(level[:-1] * np.diff(ts))])
+            idle_at = np.interp(edges, ts, cum_idle, left=0.0, right=cum_idle[-1])
+            avg[:, 1] = np.maximum(0.0, avg[:, 1] - np.diff(idle_at) / np.diff(edges))
         cap = np.where(avg[:, 3] > 0, avg[:, 3], np.nan)
         return {"t_hours": (edges[1:] / 3600).round(3).tolist(),
                 "allocation": np.nan_to_num(avg[:, 0] / cap).round(4).tolist(),
@@ -123,7 +147,8 @@ def stats(x: list[float]) -> dict[str, float | None]:
     return {"mean": float(a.mean()), "p50": float(np.percentile(a, 50)), "p99": float(np.percentile(a, 99))}
 
 
-def job_classes(jobs: list[Job]) -> dict[str, dict[str, Any]]:
+def job_classes(jobs: list[Job], end: float = 0.0) -> dict[str, dict[str, Any]]:
+    """Per class: counts, waits, JCT, GPU time; `end`: the run's end (jobs not ended queue up to it)."""
     by: dict[str, list[Job]] = {}
     for j in jobs:
         by.setdefault(j.cls, []).append(j)
@@ -137,21 +162,27 @@ def job_classes(jobs: list[Job]) -> dict[str, dict[str, Any]]:
             "cancelled": sum(j.state == CANCELLED for j in js), "running": sum(j.state == RUNNING for j in js),
             "pending": sum(j.state == PENDING for j in js),
             "wait_s": stats([j.first_start - j.submit for j in started if j.first_start is not None]),
+            "queued_s": stats([(j.end if j.end is not None else end) - j.submit - j.ran_s for j in started]),
             "jct_s": stats([j.end - j.submit for j in done if j.end is not None]),   # completed: all ended
             "gpu_hours": sum(_alloc_s(j) for j in js) / 3600,
             "restarts": sum(j.restarts for j in js), "preemptions": sum(j.preemptions for j in js),
+            "restart_gpu_hours": sum(j.restart_gpu_s for j in js) / 3600,
+            "restart_preemption_gpu_hours": sum(j.move_restart_gpu_s for j in js) / 3600,
         }
     return out
 
 
 def _alloc_s(j: Job) -> float:
-    return j.useful_gpu_s + j.ckpt_gpu_s + j.restart_gpu_s + j.lost_gpu_s + j.preempt_lost_gpu_s
+    return (j.useful_gpu_s + j.ckpt_gpu_s + j.restart_gpu_s + j.move_restart_gpu_s + j.lost_gpu_s
+            + j.preempt_lost_gpu_s)
 
 
 def gpu_time(jobs: list[Job]) -> dict[str, float]:
     """GPU-seconds by use, summed over jobs (their sum is the allocated GPU-time)."""
     return {"useful": sum(j.useful_gpu_s for j in jobs), "checkpoint": sum(j.ckpt_gpu_s for j in jobs),
-            "restart": sum(j.restart_gpu_s for j in jobs), "lost_failures": sum(j.lost_gpu_s for j in jobs),
+            "restart": sum(j.restart_gpu_s for j in jobs),
+            "restart_preemption": sum(j.move_restart_gpu_s for j in jobs),
+            "lost_failures": sum(j.lost_gpu_s for j in jobs),
             "lost_preemption": sum(j.preempt_lost_gpu_s for j in jobs),
             "busy": sum((j.useful_gpu_s + j.lost_gpu_s + j.preempt_lost_gpu_s) * j.util
                         for j in jobs if j.kind != "replica"),

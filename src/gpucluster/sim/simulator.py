@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from gpucluster.sim.services import Autoscaler
 
 P_END, P_FAIL, P_REPAIR, P_ARRIVE, P_SCALE, P_BURST, P_PASS, P_SAMPLE = range(8)
+PROGRESS_EVERY_S = 0.25   # wall seconds between progress reports from passes
 
 
 @dataclass
@@ -244,8 +245,7 @@ class Simulation:
         else:
             n_ck = checkpoints_between(job.done, job.work, job.ckpt_interval)
             job.useful_gpu_s += share * (job.work - job.done) / job.run_speed
-            job.ckpt_gpu_s += share * n_ck * job.ckpt_write
-            job.restart_gpu_s += share * job.run_restart
+            self._credit_overheads(job, n_ck * job.ckpt_write, job.run_restart)
         job.attained += job.gpus * (self.kernel.now - job.run_start)
         job.done = job.work
         final = job.extra.get("final_state", COMPLETED)   # a replayed job ends as its history says (sacct)
@@ -270,8 +270,8 @@ class Simulation:
         sp = saved_at(job.done, job.work, job.run_speed, job.ckpt_interval, job.ckpt_write, job.run_restart,
                       elapsed, keep_all=keep)
         job.useful_gpu_s += share * sp.useful_s
-        job.ckpt_gpu_s += share * sp.ckpt_s
-        job.restart_gpu_s += share * sp.restart_s
+        self._credit_overheads(job, sp.ckpt_s, sp.restart_s)
+        job.last_interrupt = why
         if why == "failure":
             job.lost_gpu_s += share * sp.lost_s
         else:
@@ -298,6 +298,7 @@ class Simulation:
         st.advance(now)
         st.release(job.id, job.placed_alloc, job.milli, job.cpu_milli, job.mem_mib)
         del self.running[job.id]
+        job.ran_s += now - job.run_start
         self.busy_rate -= job.gpu_share * job.util
         self.queue_usage[job.queue] -= job.gpu_share
         self.table.remove(job.id)
@@ -378,6 +379,8 @@ class Simulation:
         if self.cfg.horizon_s is None:
             # stop as soon as the workload is done: a watcher after each instant's pass
             self.hooks_pass.append(self._stop_when_done)
+        if on_progress is not None:
+            self.hooks_pass.append(self._progress_by_wall_clock(on_progress))
         stopped = k.run(until=end, on_progress=on_progress)
         k.stop_requested = False
         self.partial = stopped and not self._finished_cleanly
@@ -400,17 +403,44 @@ class Simulation:
                           now - job.run_start, keep_all=True)
             share = job.gpu_share
             job.useful_gpu_s += share * sp.useful_s
-            job.ckpt_gpu_s += share * sp.ckpt_s
-            job.restart_gpu_s += share * sp.restart_s
+            self._credit_overheads(job, sp.ckpt_s, sp.restart_s)
             job.attained += job.gpus * (now - job.run_start)
+            job.ran_s += now - job.run_start
             job.done = sp.saved
             job.run_start = now
             job.run_restart = 0.0
+
+    def _progress_by_wall_clock(self, on_progress: Callable[[float], None]) -> Callable[[], None]:
+        """The kernel reports every 20,000 events; a round-based policy spends seconds in few
+        events (an LP per round), so a pass also reports once PROGRESS_EVERY_S of wall time passed."""
+        import time
+        due = [time.perf_counter() + PROGRESS_EVERY_S]
+
+        def report() -> None:
+            now = time.perf_counter()
+            if now >= due[0]:
+                due[0] = now + PROGRESS_EVERY_S
+                on_progress(self.kernel.now)
+        return report
 
     def _stop_when_done(self) -> None:
         if self._done():
             self.kernel.stop_requested = True
             self._finished_cleanly = True
+
+    def _credit_overheads(self, job: Job, ckpt_s: float, restart_s: float) -> None:
+        """GPU time of the segment now ending that held GPUs without computing: checkpoint writes,
+        and the reload at its start, a failure's restart or a preemption's (a move, a time slice).
+        The recorder takes them out of the busy series: the reload at the segment's start, the
+        writes spread evenly over the rest of it."""
+        share = job.gpu_share
+        job.ckpt_gpu_s += share * ckpt_s
+        if job.last_interrupt in ("", "failure"):
+            job.restart_gpu_s += share * restart_s
+        else:
+            job.move_restart_gpu_s += share * restart_s
+        if self.recorder is not None and job.kind != "replica" and ckpt_s + restart_s > 0:
+            self.recorder.not_busy(job.run_start, restart_s, ckpt_s, self.kernel.now, share * job.util)
 
     def _emit(self, event: str, job: Job, **extra: Any) -> None:
         if self.log is not None:

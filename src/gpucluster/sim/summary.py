@@ -99,7 +99,7 @@ def summarize(sim: Any, loaded: LoadedScenario, wall_s: float) -> dict[str, Any]
         "work_reference_gpu_hours": gt["work"] / H,
         "goodput": gt["useful"] / alloc if alloc else None,
         "makespan_s": (max(j.end for j in done) - first) if done else None,
-        "classes": job_classes([j for j in jobs]),
+        "classes": job_classes(jobs, end),
     }
     from gpucluster.sim.calibration import wait_comparison
     cal = wait_comparison(jobs)   # a replayed Slurm history: simulated against recorded waits

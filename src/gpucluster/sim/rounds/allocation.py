@@ -18,6 +18,8 @@ and returns X with rows summing to at most 1 and sum_j scale_j X[j, k] <= GPUs o
   the agnostic one keeps a job on a random type (seeded) among those with a free GPU,
   `_perf` re-places every job in arrival order on the fastest type with room for it.
   The agnostic FIFO may allocate more GPUs of a type than exist (see `Fifo`).
+  `fifo_gavel_code` is the agnostic FIFO as Gavel's code places jobs: the last type in
+  name order with a free GPU, not the random one it draws (see `FifoGavelCode`).
 - `finish_time_fairness(_perf)` (Themis, as in Gavel): minimise the maximum over jobs of
   rho = (elapsed + remaining / throughput(X)) / (elapsed + remaining / isolated
   throughput), isolated = an equal share of the cluster. rho is quasi-convex in X:
@@ -317,6 +319,23 @@ class Fifo(FifoPerf):
 
     def choose(self, T_row: list[float], cands: list[int]) -> int:
         return int(self.rng.choice(cands))
+
+
+@allocators.register("fifo_gavel_code", "gavel_fifo_code")
+class FifoGavelCode(Fifo):
+    """Gavel's agnostic FIFO as its code runs (scheduler/policies/fifo.py, mode 'base'): the
+    policy draws a random type, but the loop that follows leaves each new job on the *last*
+    type, in name order, that has a GPU not yet allocated (k80 < p100 < v100: a V100 while
+    one is free). Its figures therefore barely move with the seed. `type_names` (the
+    columns' GPU names) sets that order; without them the last column counts as last."""
+    name = "fifo_gavel_code"
+    type_names: list[str] | None = None
+
+    def choose(self, T_row: list[float], cands: list[int]) -> int:
+        names = self.type_names
+        if names is None or len(names) != len(T_row):
+            return max(cands)
+        return max(cands, key=lambda k: names[k].lower())
 
 
 @allocators.register("finish_time_fairness_perf", "themis_perf")

@@ -61,6 +61,19 @@ class RoundPolicy(Policy):
         self.allocations = 0
 
     def prepare(self, sim: Any) -> None:
+        # A job that moves or resumes reloads for restart_s at each round it (re)starts in: at
+        # restart_s >= round_s a job sliced every round never gets past its reload (Gavel's engine
+        # refuses switch_s >= round_s). Without a horizon such a run may never end: refused; with
+        # one it ends at the horizon: said in the notes.
+        slow = max((j.restart_s for j in sim.jobs if j.kind != "replica"), default=0.0)
+        if slow >= self.round_s:
+            why = (f"a workload's restart_s ({slow:g} s) is not below the policy's round_s ({self.round_s:g} s): "
+                   f"a job moved or time-sliced every round never gets past its reload")
+            if sim.cfg.horizon_s is None:
+                from gpucluster.errors import UserError
+                raise UserError(why + "; lower restart_s, raise policy_options.round_s, or set horizon_days",
+                                field="policy_options.round_s")
+            sim.notes.append(why + " (the run stops at the horizon)")
         self.prices = dict(getattr(sim, "prices", {}))
         self.alloc.rng = np.random.default_rng(sim.kernel.seed if hasattr(sim.kernel, "seed") else 0)
 
@@ -106,6 +119,8 @@ class RoundPolicy(Policy):
                        (j.speed_on(t) if j.speeds else 1.0) for t in types] for j in jobs])
         scale = np.array([j.gpus if j.milli >= 1000 else 1 for j in jobs], dtype=np.int64)
         prices = np.array([self.prices.get(t, 1.0) for t in types])
+        if hasattr(self.alloc, "type_names"):   # fifo_gavel_code orders the types by name, as Gavel's code
+            self.alloc.type_names = list(types)
         p = Problem(np.array([j.id for j in jobs]), T, scale, cap, prices,
                     np.array([now - j.submit for j in jobs]), np.array([j.remaining() for j in jobs]))
         self.X = self.alloc.allocate(p)
@@ -144,6 +159,9 @@ _POLICIES = [
      "Gavel's FIFO on the fastest type with room (re-placed at each change), 360 s rounds"),
     ("gavel_fifo", "fifo", ("fifo-agnostic",),
      "Gavel's agnostic FIFO (a random type per job, kept), 360 s rounds"),
+    ("gavel_fifo_code", "fifo_gavel_code", ("fifo-gavel-code",),
+     "Gavel's agnostic FIFO as its code places jobs: the last type in name order with a free GPU, kept; "
+     "360 s rounds"),
     ("finish_time_fairness_perf", "finish_time_fairness_perf", ("themis-perf",),
      "finish-time fairness (Themis, as in Gavel), heterogeneity-aware, bisection over LPs"),
     ("finish_time_fairness", "finish_time_fairness", ("themis",),
