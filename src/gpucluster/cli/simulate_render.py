@@ -96,21 +96,26 @@ def render_summary(s: dict[str, Any]) -> None:
                 + (f", ${per:.2f} per useful GPU-hour" if per else ""))
     if s["makespan_s"] is not None:
         c.print(f"Makespan: {dur(s['makespan_s'])}")
+    # Two tables: eighteen columns in one squeeze the class names out of an 80-column terminal.
     t = Table(title="Per job class (wait: submit to first start; queued: all time waiting, preempted spells "
                     "included)", title_justify="left")
     for col in ("class", "kind", "jobs", "done", "failed", "left", "wait mean", "wait p50", "wait p99",
-                "queued mean", "queued p99", "JCT mean", "JCT p50", "JCT p99", "GPU-h", "restarts",
-                "preemptions", "restart GPU-h failures / moves"):
+                "queued mean", "queued p99"):
         t.add_column(col, justify="left" if col in ("class", "kind") else "right")
+    t2 = Table(title="Per job class: completion time and GPU time", title_justify="left")
+    for col in ("class", "JCT mean", "JCT p50", "JCT p99", "GPU-h", "restarts", "preemptions",
+                "restart GPU-h failures / moves"):
+        t2.add_column(col, justify="left" if col == "class" else "right")
     for name, k in s["classes"].items():
         q = k.get("queued_s") or {}
         t.add_row(safe(name), safe(k["kind"]), f"{k['jobs']:,}", f"{k['completed']:,}", f"{k['failed'] + k['cancelled']:,}",
                   f"{k['running'] + k['pending']:,}", dur(k["wait_s"]["mean"]), dur(k["wait_s"]["p50"]),
-                  dur(k["wait_s"]["p99"]), dur(q.get("mean")), dur(q.get("p99")), dur(k["jct_s"]["mean"]),
-                  dur(k["jct_s"]["p50"]), dur(k["jct_s"]["p99"]), num(k["gpu_hours"], 0), f"{k['restarts']:,}",
-                  f"{k['preemptions']:,}", f"{num(k.get('restart_gpu_hours'), 0)} / "
-                  f"{num(k.get('restart_preemption_gpu_hours'), 0)}")
+                  dur(k["wait_s"]["p99"]), dur(q.get("mean")), dur(q.get("p99")))
+        t2.add_row(safe(name), dur(k["jct_s"]["mean"]), dur(k["jct_s"]["p50"]), dur(k["jct_s"]["p99"]),
+                   num(k["gpu_hours"], 0), f"{k['restarts']:,}", f"{k['preemptions']:,}",
+                   f"{num(k.get('restart_gpu_hours'), 0)} / {num(k.get('restart_preemption_gpu_hours'), 0)}")
     c.print(t)
+    c.print(t2)
     _render_recorded_waits(s)
     for name, sv in (s.get("services") or {}).items():
         c.print(f"Service {safe(name)}: {num(sv['requests'], 0)} requests, {pct(sv['slo_miss_ratio'], 2)} over capacity "
