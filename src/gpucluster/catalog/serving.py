@@ -43,10 +43,20 @@ class KernelFit:
 
 
 def _load(name: str) -> Any:
-    from gpucluster.specs.loader import load_yaml
+    """A data file's content, through the catalog's cache (catalog/cache.py: pickled beside the
+    data and rebuilt when the file changes), so that `plan serve` does not parse
+    YAML at every start."""
+    from gpucluster.catalog.cache import cached
 
-    data, _ = load_yaml(DATA_DIR / name)
-    return data
+    path = DATA_DIR / name
+
+    def build() -> Any:
+        from gpucluster.specs.loader import load_yaml
+
+        data, _ = load_yaml(path)
+        return data
+
+    return cached(f"serving-{path.stem}", [path], build)
 
 
 @cache
