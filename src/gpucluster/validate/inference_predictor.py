@@ -4,7 +4,7 @@ concurrency or request rate, on one replica type.
 A case gives the hardware, the model and `serving:` (shared/validation/README.md; keys in
 docs/serving.md):
 
-    serving: {tp, pp, precision, kv_precision, engine, input_tokens, output_tokens,
+    serving: {tp, pp, ep, precision, kv_precision, engine, input_tokens, output_tokens,
               batch | concurrency | request_rate, max_batch}
 
 - `batch`: one static batch, as the sources' latency benchmarks run it (TensorRT-LLM's
@@ -51,6 +51,7 @@ class Serving(BaseModel):
     max_batch: PositiveInt = 256
     tp: PositiveInt | None = None
     pp: PositiveInt = 1
+    ep: PositiveInt = 1                 # expert parallelism inside the TP group (MoE)
     precision: Literal["bf16", "fp16", "fp8", "int8", "int4", "fp4"] = "bf16"
     kv_precision: Literal["bf16", "fp16", "fp8", "int8"] | None = None
     engine: str | None = None
@@ -86,7 +87,10 @@ def replica_for(case: Case, calibrated: bool = True) -> tuple[Replica, Serving, 
     if why:
         raise Unsupported(f"serving: {why[0]}")
     kv = sv.kv_precision or (sv.precision if sv.precision in KV_BYTES else "bf16")
-    rep = Replica(spec, fab, tp, sv.pp, Quant(sv.precision, kv), sv.engine)
+    try:
+        rep = Replica(spec, fab, tp, sv.pp, Quant(sv.precision, kv), sv.engine, sv.ep)
+    except ValueError as exc:
+        raise Unsupported(f"serving.ep: {exc}") from None
     return rep, sv, hw.gpus // (tp * sv.pp)
 
 

@@ -105,3 +105,20 @@ def test_static_batch_latency_is_prefill_plus_decode_steps(rep8b):
     p = prefill_time(rep8b, 8, 128).total
     d = decode_step_time(rep8b, 8, 128 + 1 + 7 / 2).total
     assert lat == pytest.approx(p + 8 * d)
+
+
+def test_expert_parallel_waits_for_the_busiest_rank(h100):
+    """EP inside the TP group: each GPU holds experts / ep whole experts; the step waits for the
+    rank with the most routed tokens, so at equal weight bytes per GPU it is no faster than TP
+    sharding and its imbalance shrinks as the batch grows."""
+    from gpucluster.model.serving.step_time import ep_imbalance
+
+    mixtral = load_model_spec("mixtral")
+    tp = Replica(mixtral, h100, 8, 1, Quant("fp8", "fp8"))
+    ep = Replica(mixtral, h100, 8, 1, Quant("fp8", "fp8"), None, 8)
+    assert ep_imbalance(8, 16) > ep_imbalance(8, 1024) > 1.0 == ep_imbalance(1, 16)
+    assert ep_imbalance(8, 2) <= 8
+    for b in (1, 64):
+        assert decode_step_time(ep, b, 512).terms["gemm"] >= 0.95 * decode_step_time(tp, b, 512).terms["gemm"]
+    with pytest.raises(ValueError):
+        Replica(load_model_spec("llama3-8b"), h100, 8, 1, Quant(), None, 2)   # dense: no experts

@@ -26,7 +26,7 @@ from gpucluster.model.serving.kv_cache import kv_bytes_per_token, kv_heads_per_g
 from gpucluster.model.serving import fitted
 from gpucluster.model.serving.kernels import AR_MEASURED_MAX_BYTES, KERNEL_S, Kernels, host_step_s
 from gpucluster.model.serving.step_time import (ACT_BYTES, EW_KERNELS, TERMS, Replica, _elementwise_bytes, _layer_mix,
-                                                attention_work)
+                                                attention_work, ep_imbalance)
 from gpucluster.model.training.compute import GemmCurve
 from gpucluster.model.training.fabric import TrainingFabric
 from gpucluster.model.transformer_flops import layer_gemms
@@ -104,12 +104,13 @@ def _stage(rep: Replica, batch: np.ndarray, new_tokens: np.ndarray, context: flo
         g_t: np.ndarray | float = 0.0
         ew_t: np.ndarray | float = 0.0
         kernels = EW_KERNELS + 1
-        for g in layer_gemms(spec, 1, tp, seq_len=1, dense_layer=not moe, causal=True):
+        for g in layer_gemms(spec, 1, tp, seq_len=1, dense_layer=not moe, causal=True, ep=rep.ep, etp=tp // rep.ep):
             if g.kind == "attention":
                 continue
             if g.name.startswith("expert_"):
-                touched = spec.experts * (1.0 - (1.0 - spec.experts_per_token / spec.experts) ** tokens)
-                m = tokens * spec.experts_per_token / touched
+                assigned = tokens * spec.experts_per_token
+                touched = spec.experts * (1.0 - (1.0 - spec.experts_per_token / spec.experts) ** tokens) / rep.ep
+                m = assigned / rep.ep * ep_imbalance(rep.ep, assigned) / touched
                 t = _gemm_s(xcurve, m, g.n, g.k, xwb, xab, touched, True)
                 count: np.ndarray | float = touched
                 a = xab

@@ -63,6 +63,12 @@ class Replica:
     pp: int = 1
     quant: Quant = field(default_factory=Quant)
     engine: str | None = None    # a name in catalog/data/engines.yaml; None: the registry's default
+    ep: int = 1                  # expert parallelism inside the TP group: experts split over ep ranks
+
+    def __post_init__(self) -> None:
+        if self.ep < 1 or self.tp % self.ep or (self.ep > 1 and (not self.spec.is_moe or self.spec.experts % self.ep)):
+            raise ValueError(f"expert parallelism {self.ep} must divide tp ({self.tp}) and the experts "
+                             f"({self.spec.experts if self.spec.is_moe else 'a dense model has none'})")
 
     @property
     def kernels(self) -> Kernels:
@@ -111,6 +117,17 @@ def _gemm_s(curve: GemmCurve, m: float, n: float, k: float, w_bytes: float, a_by
 def _experts_touched(experts: int, top_k: int, tokens: float) -> float:
     """Expected distinct experts that `tokens` tokens route to (uniform routing)."""
     return experts * (1.0 - (1.0 - top_k / experts) ** tokens)
+
+
+def ep_imbalance(ep: int, assignments):
+    """The busiest of `ep` expert-parallel ranks over the mean: `assignments` (tokens x top-k)
+    routed uniformly are Binomial(N, 1/ep) per rank, whose expected maximum is about
+    N/ep + sqrt(2 ln(ep) N/ep (1 - 1/ep)) (the Gaussian maximum). A step waits for that rank.
+    Scalars or numpy arrays alike; 1 without EP."""
+    if ep <= 1:
+        return 1.0 + 0.0 * assignments
+    r = 1.0 + (2.0 * math.log(ep) * (ep - 1) / (assignments + (assignments <= 0))) ** 0.5
+    return (r + ep - abs(r - ep)) / 2   # at most ep: every assignment on one rank
 
 
 def _layer_mix(spec: TransformerSpec, layers: int) -> list[tuple[bool, float]]:
@@ -166,13 +183,18 @@ def _stage(rep: Replica, batch: float, new_tokens: int, context: float, layers: 
             continue
         g_t = a_t = ew_t = 0.0
         kernels = EW_KERNELS + 1
-        for g in layer_gemms(spec, b_int, tp, seq_len=new_tokens, dense_layer=not moe, causal=True):
+        for g in layer_gemms(spec, b_int, tp, seq_len=new_tokens, dense_layer=not moe, causal=True,
+                             ep=rep.ep, etp=tp // rep.ep):
             if g.kind == "attention":
                 continue
             m, count, grouped, c, w, a = g.m * batch / b_int, float(g.count), False, curve, wb, ab
             if g.name.startswith("expert_"):
-                touched = _experts_touched(spec.experts, spec.experts_per_token, tokens)
-                m, count, grouped, c, w, a = tokens * spec.experts_per_token / touched, touched, True, xcurve, xwb, xab
+                # this GPU's experts (E / ep) that the step's tokens touch, and the assignments of
+                # the busiest EP rank
+                assigned = tokens * spec.experts_per_token
+                touched = _experts_touched(spec.experts, spec.experts_per_token, tokens) / rep.ep
+                m = assigned / rep.ep * ep_imbalance(rep.ep, assigned) / touched
+                count, grouped, c, w, a = touched, True, xcurve, xwb, xab
             t, tf, tb = _gemm_s(c, m, g.n, g.k, w, a, count, grouped)
             g_t, flops_s, bytes_s = g_t + t, flops_s + n * tf, bytes_s + n * tb
             kernels += 1 if grouped else g.count
