@@ -174,7 +174,7 @@ def plan_serve(model: str | Any, rate: str | float, *, gpu: str | None = None, c
     if lengths not in LENGTHS:
         raise UserError(f"must be fixed, uniform or exponential, got {lengths!r}", field="--lengths")
     kv = _kv_precision(precision, kv_precision)
-    eng = get_engine(engine, field="--engine")
+    named = get_engine(engine, field="--engine").name if engine is not None else None  # None: the default
     ttft, tpot = _seconds(slo_ttft, "--slo-ttft"), _seconds(slo_tpot, "--slo-tpot")
     spec = model if isinstance(model, TransformerSpec) else load_model_spec(model)
 
@@ -185,14 +185,14 @@ def plan_serve(model: str | Any, rate: str | float, *, gpu: str | None = None, c
     quant = Quant(precision, kv)
     max_replica = target.fabric.gpus_per_node * (nodes if nodes else 8)
     result = search(spec, fabrics, req_rate, traffic, quant=quant, slo_ttft=ttft, slo_tpot=tpot,
-                    max_batch=max_batch, max_gpus_per_replica=max_replica, cpus=cpus, engine=eng.name)
+                    max_batch=max_batch, max_gpus_per_replica=max_replica, cpus=cpus, engine=named)
     if result.best is None:
         raise nothing_fits(spec, result, ttft, tpot, max_replica)
-    sim = _simulate(spec, fabrics, result.best, traffic, quant, req_rate, eng.name) if simulate else None
+    sim = _simulate(spec, fabrics, result.best, traffic, quant, req_rate, named) if simulate else None
     request: dict[str, Any] = {
         "model": spec.name or (model if isinstance(model, str) else "model"), "rate": req_rate, "input": input_tokens,
         "output": output_tokens, "lengths": lengths, "slo_ttft_s": ttft, "slo_tpot_s": tpot, "weights": precision,
-        "kv": kv, "engine": eng.name, "target": target.description, "gpus_per_node": target.fabric.gpus_per_node, "nodes": nodes}
+        "kv": kv, "engine": named, "target": target.description, "gpus_per_node": target.fabric.gpus_per_node, "nodes": nodes}
     return ServePlan(result, request, sim, spec, fabrics, traffic, quant)
 
 
