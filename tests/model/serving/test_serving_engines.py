@@ -73,3 +73,20 @@ def test_expert_precision_is_honoured(h100):
     assert decode_step_time(lm, 1, 512).bytes_s > 1.5 * decode_step_time(trt, 1, 512).bytes_s
     # a dense model has no experts: the engines' dense GEMMs are the same tables
     assert get_engine("lmdeploy").expert_precision == "bf16"
+
+
+def test_measured_moe_op_stands_for_the_expert_gemms(h100):
+    """Where the engine's fused MoE op is measured (Mixtral shapes), the expert GEMMs take its fit:
+    a MoE layer pays the op's fixed cost (routing, permute, combine: tens of us), not a dense
+    GEMM's few us, so a batch-1 decode step of Mixtral is slower than with dense-GEMM experts."""
+    mixtral = load_model_spec("mixtral")
+    rep = Replica(mixtral, h100, 2, 1, Quant(), "trtllm")
+    fit = kernel_fit("H100-SXM5-80GB", "trtllm", "moe_bf16")
+    assert fit is not None and "moe/trtllm" in fit.source
+    assert rep.kernels.expert.t0_s == fit.t0_s / 2 and rep.kernels.expert.t0_s > 2 * rep.kernels.gemm.t0_s
+    # where the engine's tables hold no MoE op for the chip, the experts keep the dense curve
+    from gpucluster.plan.fabric_from import from_flags
+    a100 = from_flags("A100-SXM4-80GB:8", 1, "NDR400", None).fabric
+    dense = Replica(mixtral, a100, 2, 1, Quant(), "trtllm")
+    if kernel_fit("A100-SXM4-80GB", "trtllm", "moe_bf16") is None:
+        assert dense.kernels.expert is dense.kernels.gemm

@@ -78,9 +78,16 @@ def _resolve(gpu_name: str, weights: str, kv: str, tp: int, engine_name: str | N
     gemm = _curve(gpu_name, prec, kernel_fit(gpu_name, src, _gemm_key(prec)))
     half = _curve(gpu_name, half_p, kernel_fit(gpu_name, src, "gemm_bf16"))
     if eng.expert_precision == "bf16" and quant.weights != half_p:
-        expert, xwb, xab = half, _EXPERT_BYTES["bf16"], 2.0
+        expert, xwb, xab, xprec = half, _EXPERT_BYTES["bf16"], 2.0, half_p
     else:
-        expert, xwb, xab = gemm, quant.weight_bytes, quant.act_bytes(gpu)
+        expert, xwb, xab, xprec = gemm, quant.weight_bytes, quant.act_bytes(gpu), prec
+    moe = kernel_fit(gpu_name, src, _gemm_key(xprec).replace("gemm_", "moe_"))
+    if moe is not None:
+        # The engine's fused MoE op as measured: its weight reads run well below a dense GEMM's
+        # (H100, TensorRT-LLM, Mixtral shapes: ~1.4 TB/s against 2.8), split over the layer's two
+        # grouped GEMMs (each carries half the op's fixed cost).
+        expert = GemmCurve(gpu_name, xprec, moe.tflops, 1.0, moe.t0_s / 2, moe.gbps, f"measured: {moe.source}",
+                           expert.sms)
     hbm = hbm_gbps(gpu)
     attn = attention_tflops(gpu_name)[0] * 1e12
     fit = kernel_fit(gpu_name, src, "decode_attention_" + ("fp8" if kv in ("fp8", "int8") else "bf16"))
