@@ -30,6 +30,7 @@ class Engine:
     host_step_s: float
     launch_s: float
     source: str
+    version: str | None = None      # the version asked for, when one was (name@version)
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,24 @@ def _load(name: str) -> Any:
     return cached(f"serving-{path.stem}", [path], build)
 
 
+def _version(text: str) -> tuple[int, ...]:
+    """'0.6.6' -> (0, 6, 6); letters and suffixes after the numbers are ignored ('0.7a' -> (0, 7))."""
+    out = []
+    for part in text.strip().lstrip("v").split("."):
+        digits = "".join(ch for ch in part if ch.isdigit()) if part[:1].isdigit() else ""
+        if not digits:
+            break
+        out.append(int(digits))
+        if not part.isdigit():
+            break
+    return tuple(out)
+
+
+@cache
+def _versions() -> dict[str, list[dict[str, Any]]]:
+    return {name: list(e.get("versions") or []) for name, e in _load("engines.yaml")["engines"].items()}
+
+
 @cache
 def _engines() -> tuple[str, dict[str, Engine]]:
     data = _load("engines.yaml")
@@ -80,16 +99,33 @@ def default_engine() -> str:
 
 
 def engine_names() -> list[str]:
+    """The registry's engine names (a version may follow one: vllm@0.6.6)."""
     return list(_engines()[1])
 
 
+@cache
 def get_engine(name: str | None, field: str = "engine") -> Engine:
-    """The registry's engine; an unknown name is one line listing the valid ones."""
+    """The registry's engine, `name` or `name@version` (the version's overrides applied); an
+    unknown name is one line listing the valid ones."""
+    from dataclasses import replace
+
     default, table = _engines()
-    key = (name or default).strip().lower()
+    key, _, version = (name or default).strip().lower().partition("@")
     if key not in table:
         raise UserError(f"unknown engine {name!r}; valid: {', '.join(table)}", field=field)
-    return table[key]
+    eng = table[key]
+    if not version:
+        return eng
+    v = _version(version)
+    if not v:
+        raise UserError(f"engine version must start with a number (e.g. {key}@0.6.6), got {version!r}", field=field)
+    for o in _versions()[key]:
+        if v < _version(str(o["before"])):
+            eng = replace(eng, host_step_s=float(o.get("host_step_us", eng.host_step_s * 1e6)) * 1e-6,
+                          launch_s=float(o.get("launch_us", eng.launch_s * 1e6)) * 1e-6,
+                          source=f"{eng.source}; before {o['before']}: {o.get('note', '')}")
+            break
+    return replace(eng, version=version)
 
 
 @cache

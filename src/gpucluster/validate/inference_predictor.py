@@ -31,6 +31,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, PositiveFloat, PositiveInt, field_validator, model_validator
 
 from gpucluster.catalog.serving import engine_names
+from gpucluster.errors import UserError
 from gpucluster.model.serving.kv_cache import KV_BYTES, Quant, replica_memory
 from gpucluster.model.serving.step_time import Replica, decode_step_time, prefill_time
 from gpucluster.model.transformer_params import layout_problems
@@ -55,12 +56,12 @@ class Serving(BaseModel):
     precision: Literal["bf16", "fp16", "fp8", "int8", "int4", "fp4"] = "bf16"
     kv_precision: Literal["bf16", "fp16", "fp8", "int8"] | None = None
     engine: str | None = None
-    engine_version: str | None = None   # recorded with the case; the registry has one entry per engine
+    engine_version: str | None = None   # the engine's version: the registry's overrides for it apply
 
     @field_validator("engine")
     @classmethod
     def _known_engine(cls, v: str | None) -> str | None:
-        if v is not None and v.strip().lower() not in engine_names():
+        if v is not None and v.strip().lower().partition("@")[0] not in engine_names():
             raise ValueError(f"unknown engine {v!r}; valid: {', '.join(engine_names())}")
         return v.strip().lower() if v is not None else None
 
@@ -88,7 +89,11 @@ def replica_for(case: Case, calibrated: bool = True) -> tuple[Replica, Serving, 
         raise Unsupported(f"serving: {why[0]}")
     kv = sv.kv_precision or (sv.precision if sv.precision in KV_BYTES else "bf16")
     try:
-        rep = Replica(spec, fab, tp, sv.pp, Quant(sv.precision, kv), sv.engine, sv.ep)
+        engine = f"{sv.engine}@{sv.engine_version}" if sv.engine and sv.engine_version else sv.engine
+        rep = Replica(spec, fab, tp, sv.pp, Quant(sv.precision, kv), engine, sv.ep)
+        rep.kernels  # noqa: B018  # resolve the engine (and its version) now: a bad one is this case's error
+    except UserError as exc:
+        raise Unsupported(f"serving.engine_version: {exc.reason}") from None
     except ValueError as exc:
         raise Unsupported(f"serving.ep: {exc}") from None
     return rep, sv, hw.gpus // (tp * sv.pp)

@@ -28,13 +28,17 @@ def test_cases_take_the_engine_they_state_and_refuse_unknown_ones(tmp_path):
     p.write_text("schema: gpucluster-validation/v1\ncases:" + "".join(
         textwrap.dedent(body).replace("\n", "\n  ").format(id=i, engine=e)
         for i, e in (("none", ""), ("vllm", "engine: vllm"), ("lmdeploy", "engine: lmdeploy"),
-                     ("bad", "engine: fastllm"))))
+                     ("bad", "engine: fastllm"), ("v0", "engine: vllm, engine_version: '0.6.6'"),
+                     ("badv", "engine: vllm, engine_version: latest"))))
     rows = {r.id: r for r in run_file(p)}
     assert rows["bad"].predicted is None and "unknown engine" in (rows["bad"].reason or "")
     assert "vllm" in (rows["bad"].reason or "")
     # without CUDA graphs (LMDeploy) the decode steps pay the kernel launches
     assert rows["lmdeploy"].predicted < rows["vllm"].predicted
     assert rows["none"].predicted and rows["none"].predicted != rows["vllm"].predicted
+    # vLLM before 0.8 (V0): more host time per step, fewer tokens per second
+    assert rows["v0"].predicted < rows["vllm"].predicted
+    assert rows["badv"].predicted is None and "engine_version" in (rows["badv"].reason or "")
 
 
 def test_steady_state_concurrency_and_rate_cases(tmp_path):

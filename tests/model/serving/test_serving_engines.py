@@ -90,3 +90,15 @@ def test_measured_moe_op_stands_for_the_expert_gemms(h100):
     dense = Replica(mixtral, a100, 2, 1, Quant(), "trtllm")
     if kernel_fit("A100-SXM4-80GB", "trtllm", "moe_bf16") is None:
         assert dense.kernels.expert is dense.kernels.gemm
+
+
+def test_engine_version_selects_the_registry_overrides(h100, llama8b):
+    """vLLM before 0.8 (the V0 engine) pays ~1 ms of host time per step; the current entry less."""
+    old, new = get_engine("vllm@0.6.6"), get_engine("vllm")
+    assert old.host_step_s > new.host_step_s and old.version == "0.6.6" and new.version is None
+    assert get_engine("vllm@0.9.1").host_step_s == new.host_step_s
+    t_old = decode_step_time(Replica(llama8b, h100, 1, 1, Quant(), "vllm@0.6.6"), 1, 512).total
+    t_new = decode_step_time(Replica(llama8b, h100, 1, 1, Quant(), "vllm"), 1, 512).total
+    assert t_old - t_new == pytest.approx(old.host_step_s - new.host_step_s)
+    with pytest.raises(UserError):
+        get_engine("vllm@latest")
