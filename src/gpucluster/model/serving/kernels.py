@@ -16,6 +16,7 @@ from gpucluster.model.training.compute import GemmCurve, attention_tflops, gemm_
 
 if TYPE_CHECKING:
     from gpucluster.model.serving.step_time import Replica
+    from gpucluster.model.training.fabric import TrainingFabric
 
 KERNEL_S = 1.5e-6        # one small kernel under CUDA graphs (estimate, see step_time)
 # The measured all-reduce fits cover 16 KiB..4 MiB (the engines' custom all-reduce switches to NCCL
@@ -41,16 +42,16 @@ class Kernels:
     launch_s: float                   # CPU launch per kernel in a decode step (0 under CUDA graphs)
     host_step_s: float | None        # None: the engine is not named (fitted.STEP_HOST_S applies)
     provenance: str
-    fabric: object = None
+    fabric: TrainingFabric            # the replica's placement (all-reduces beyond the measured range)
+    tp: int
 
     def allreduce_s(self, size_bytes: float) -> float:
+        """One TP all-reduce of `size_bytes`: measured up to AR_MEASURED_MAX_BYTES, else the fabric's."""
         if size_bytes <= 0:
             return 0.0
         if self.allreduce is not None and size_bytes <= AR_MEASURED_MAX_BYTES:
             return self.allreduce[0] + size_bytes / self.allreduce[1]
-        return self.fabric.time_s("all_reduce", size_bytes, self._tp, 1)  # type: ignore[attr-defined]
-
-    _tp: int = 1
+        return self.fabric.time_s("all_reduce", size_bytes, self.tp, 1)
 
 
 def _curve(gpu_name: str, precision: str, fit: KernelFit | None) -> GemmCurve:
@@ -65,7 +66,7 @@ def _gemm_key(precision: str) -> str:
 
 
 @lru_cache(maxsize=4096)
-def _resolve(gpu_name: str, weights: str, kv: str, tp: int, engine_name: str | None, fabric: object) -> Kernels:
+def _resolve(gpu_name: str, weights: str, kv: str, tp: int, engine_name: str | None, fabric: TrainingFabric) -> Kernels:
     from gpucluster.catalog import catalog
     from gpucluster.model.serving.kv_cache import Quant
 
@@ -101,12 +102,9 @@ def _resolve(gpu_name: str, weights: str, kv: str, tp: int, engine_name: str | N
     title = eng.title if engine_name else f"engine not named ({eng.title}'s kernels, fitted host cost)"
     prov = (f"{title}: measured kernels ({', '.join(used)}, aiconfigurator-core 0.12.0)" if used else
             f"{title}: {gpu_name} microbenchmarks (no measured serving kernels for this chip)")
-    k = Kernels(eng, gemm, half, expert, quant.weight_bytes, quant.act_bytes(gpu), xwb, xab, hbm, dec,
-                (KERNEL_S, hbm * 1e9, attn), ar, 0.0 if eng.cuda_graphs else eng.launch_s,
-                eng.host_step_s if engine_name else None,
-                prov + "; no fitted serving factor", fabric)
-    object.__setattr__(k, "_tp", tp)
-    return k
+    return Kernels(eng, gemm, half, expert, quant.weight_bytes, quant.act_bytes(gpu), xwb, xab, hbm, dec,
+                   (KERNEL_S, hbm * 1e9, attn), ar, 0.0 if eng.cuda_graphs else eng.launch_s,
+                   eng.host_step_s if engine_name else None, prov + "; no fitted serving factor", fabric, tp)
 
 
 def host_step_s(k: Kernels) -> float:
