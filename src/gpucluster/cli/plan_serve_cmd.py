@@ -27,6 +27,8 @@ def serve(
     max_batch: Annotated[int, typer.Option(help="Most concurrent sequences per replica (the engine's max_num_seqs)")] = 512,
     compare: Annotated[Optional[str], typer.Option(help="Also try these GPU types (comma-separated, or 'all')")] = None,
     cpu: Annotated[Optional[str], typer.Option(help="Also try CPU nodes, e.g. EPYC-9654:2 (type:sockets per node)")] = None,
+    engine: Annotated[Optional[str], typer.Option(
+        help="Serving engine: vllm, sglang, trtllm, nim, tgi, lmdeploy or gpt-fast (default: trtllm, see docs/serving.md)")] = None,
     simulate: Annotated[bool, typer.Option(help="Check the recommended replica with a discrete-event run")] = False,
     top: Annotated[int, typer.Option(help="How many alternatives to show")] = 8,
     json_out: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
@@ -43,7 +45,7 @@ def serve(
     plan = plan_serve(model, rate, gpu=gpu, cluster=cluster, pool=pool, nodes=nodes, nic=nic,
                       input_tokens=input_tokens, output_tokens=output_tokens, lengths=lengths, slo_ttft=slo_ttft,
                       slo_tpot=slo_tpot, precision=precision, kv_precision=kv_precision, max_batch=max_batch,
-                      compare=compare, cpu=cpu, simulate=simulate)
+                      compare=compare, cpu=cpu, simulate=simulate, engine=engine)
     if json_out:
         to_json(plan.search, plan.request, plan.simulation, spec=plan.spec)
     else:

@@ -22,6 +22,7 @@ class Request(Strict):
     slo_tpot_s: Num | None
     weights: str
     kv: str
+    engine: str | None = None       # serving engine (catalog/data/engines.yaml); None: the default
     target: str
     gpus_per_node: int
     nodes: int | None

@@ -156,10 +156,13 @@ def plan_serve(model: str | Any, rate: str | float, *, gpu: str | None = None, c
                output_tokens: int = 256, lengths: str = "fixed", slo_ttft: str | float | None = None,
                slo_tpot: str | float | None = None, precision: str = "bf16", kv_precision: str | None = None,
                max_batch: int = 512, compare: str | list[str] | None = None, cpu: str | None = None,
-               simulate: bool = False) -> ServePlan:
+               simulate: bool = False, engine: str | None = None) -> ServePlan:
     """Size a serving deployment: replicas, TP x PP per replica, batch, TTFT/TPOT and cost per
     million tokens for `rate` requests per second ('50k' or a number) within the SLOs (durations
-    as '500ms' or seconds). Bad input, or nothing that fits, raises `UserError` naming the field."""
+    as '500ms' or seconds). `engine` (vllm, sglang, trtllm, ...: catalog/data/engines.yaml; default
+    the registry's) picks the engine's measured kernels and host costs. Bad input, or nothing that
+    fits, raises `UserError` naming the field."""
+    from gpucluster.catalog.serving import get_engine
     from gpucluster.model.serving.kv_cache import Quant
     from gpucluster.model.serving.queueing import Lengths, Traffic
     from gpucluster.plan.fabric_from import from_options
@@ -171,6 +174,7 @@ def plan_serve(model: str | Any, rate: str | float, *, gpu: str | None = None, c
     if lengths not in LENGTHS:
         raise UserError(f"must be fixed, uniform or exponential, got {lengths!r}", field="--lengths")
     kv = _kv_precision(precision, kv_precision)
+    named = get_engine(engine, field="--engine").name if engine is not None else None  # None: the default
     ttft, tpot = _seconds(slo_ttft, "--slo-ttft"), _seconds(slo_tpot, "--slo-tpot")
     spec = model if isinstance(model, TransformerSpec) else load_model_spec(model)
 
@@ -181,18 +185,19 @@ def plan_serve(model: str | Any, rate: str | float, *, gpu: str | None = None, c
     quant = Quant(precision, kv)
     max_replica = target.fabric.gpus_per_node * (nodes if nodes else 8)
     result = search(spec, fabrics, req_rate, traffic, quant=quant, slo_ttft=ttft, slo_tpot=tpot,
-                    max_batch=max_batch, max_gpus_per_replica=max_replica, cpus=cpus)
+                    max_batch=max_batch, max_gpus_per_replica=max_replica, cpus=cpus, engine=named)
     if result.best is None:
         raise nothing_fits(spec, result, ttft, tpot, max_replica)
-    sim = _simulate(spec, fabrics, result.best, traffic, quant, req_rate) if simulate else None
+    sim = _simulate(spec, fabrics, result.best, traffic, quant, req_rate, named) if simulate else None
     request: dict[str, Any] = {
         "model": spec.name or (model if isinstance(model, str) else "model"), "rate": req_rate, "input": input_tokens,
         "output": output_tokens, "lengths": lengths, "slo_ttft_s": ttft, "slo_tpot_s": tpot, "weights": precision,
-        "kv": kv, "target": target.description, "gpus_per_node": target.fabric.gpus_per_node, "nodes": nodes}
+        "kv": kv, "engine": named, "target": target.description, "gpus_per_node": target.fabric.gpus_per_node, "nodes": nodes}
     return ServePlan(result, request, sim, spec, fabrics, traffic, quant)
 
 
-def _simulate(spec: Any, fabrics: list[Any], best: Any, traffic: Any, quant: Any, rate: float) -> Any:
+def _simulate(spec: Any, fabrics: list[Any], best: Any, traffic: Any, quant: Any, rate: float,
+              engine: str | None = None) -> Any:
     """A discrete-event run of one replica of the best deployment at its share of the rate."""
     from gpucluster.model.serving.batcher_sim import simulate as run_sim
     from gpucluster.model.serving.queueing import StepModel, Traffic
@@ -201,7 +206,7 @@ def _simulate(spec: Any, fabrics: list[Any], best: Any, traffic: Any, quant: Any
     fab = next((f for f in fabrics if f.gpu_name == best.hardware), None)
     if fab is None:         # a CPU deployment: the batcher simulation models GPUs only
         return None
-    step = StepModel(Replica(spec, fab, best.tp, best.pp, quant))
+    step = StepModel(Replica(spec, fab, best.tp, best.pp, quant, engine))
     per = Traffic(rate / best.replicas, traffic.input, traffic.output)
     return run_sim(step, per, best.max_batch, requests=2000, seed=0)
 

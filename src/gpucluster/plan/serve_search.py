@@ -143,8 +143,9 @@ def _evaluate(step, hardware: str, tp: int, pp: int, per_replica: int, memory_ba
 def search(spec: TransformerSpec, fabrics: Iterable[TrainingFabric], rate: float, traffic: Traffic, *,
            quant: Quant | None = None, slo_ttft: float | None = None, slo_tpot: float | None = None,
            max_batch: int = DEFAULT_MAX_BATCH, max_gpus_per_replica: int = 64,
-           cpus: Iterable[tuple[Cpu, int]] = ()) -> ServeSearch:
-    """Every replica shape on every fabric (and CPU nodes of (cpu, sockets)), ranked by cost."""
+           cpus: Iterable[tuple[Cpu, int]] = (), engine: str | None = None) -> ServeSearch:
+    """Every replica shape on every fabric (and CPU nodes of (cpu, sockets)), ranked by cost; GPU
+    replicas run on `engine` (catalog/data/engines.yaml; None: the registry's default)."""
     quant = quant or Quant()
     options: list[Option] = []
     rejected: list[Rejected] = []
@@ -172,7 +173,7 @@ def search(spec: TransformerSpec, fabrics: Iterable[TrainingFabric], rate: float
                                              f"needs {mem.needed_for(1) / 2**30:.1f} GiB per GPU of "
                                              f"{mem.usable / 2**30:.1f} usable", mem.needed_for(1)))
                     continue
-                rep = Replica(spec, fab, tp, pp, quant)
+                rep = Replica(spec, fab, tp, pp, quant, engine)
                 res = _evaluate(StepModel(rep), gpu.name, tp, pp, tp * pp, mem.max_sequences, max_batch, rate,
                                 traffic, slo_ttft, slo_tpot, price, own, source)
                 if isinstance(res, Option):

@@ -33,7 +33,10 @@ def in_sample(case: Case, path: str | Path) -> bool:
         table, precision = gpu.efficiency.sustained_fraction, _precision(case, "training")
         key = precision if precision in table else _SAME_RATE.get(precision)
     elif case.kind == "inference":
-        table, key = gpu.efficiency.serving_fraction, _precision(case, "serving")
+        # no per-chip serving factor any more: the serving model's two per-phase constants were
+        # fitted on these files, whatever the chip (model/serving/fitted.py)
+        from gpucluster.model.serving.fitted import FITTED_ON
+        return Path(path).name in FITTED_ON
     elif case.kind == "collective":
         # The scale-up link's latencies and ramp (benchmarks/collective_fit.py) were fitted on the file.
         link = catalog.links.get(gpu.scale_up.link)

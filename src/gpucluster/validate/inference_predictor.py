@@ -1,13 +1,26 @@
-"""Predict `inference` validation cases: static-batch generation throughput of one replica.
+"""Predict `inference` validation cases: a static batch, or steady-state serving at a fixed
+concurrency or request rate, on one replica type.
 
-A case gives the hardware, the model and `serving: {tp, batch, input_tokens,
-output_tokens, precision, kv_precision}` (shared/validation/README.md). The batch runs
-as the sources' benchmarks run it (TensorRT-LLM's benchmarks/python/benchmark.py, vLLM's
-benchmark_latency.py): one prefill of all prompts, which emits the first output token,
-then output_tokens - 1 decode steps; tokens_per_s = batch x output_tokens / that latency.
+A case gives the hardware, the model and `serving:` (shared/validation/README.md; keys in
+docs/serving.md):
 
-When hardware.gpus holds several replicas (gpus = tp x pp x replicas), the batch is split
-evenly over them and they run side by side.
+    serving: {tp, pp, ep, precision, kv_precision, engine, input_tokens, output_tokens,
+              batch | concurrency | request_rate, max_batch}
+
+- `batch`: one static batch, as the sources' latency benchmarks run it (TensorRT-LLM's
+  benchmarks/python/benchmark.py, vLLM's benchmark_latency.py): one prefill of all prompts, which
+  emits the first output token, then output_tokens - 1 decode steps. Measured keys: latency_s,
+  tokens_per_s (batch x output_tokens / latency), tokens_per_s_per_gpu, ttft_s, tpot_s.
+- `concurrency` (closed loop: that many requests in flight, each replaced as it ends, as
+  benchmark_serving --max-concurrency runs) or `request_rate` (Poisson arrivals, requests/s):
+  continuous batching on each replica, predicted by the planner's queueing model
+  (model/serving/queueing.analyze). Measured keys: output_tokens_per_s (all replicas),
+  request_per_s, ttft_p50_s, ttft_p99_s, tpot_p50_s, tpot_p99_s.
+
+`engine` (catalog/data/engines.yaml) selects the engine's kernels and host costs; a case that
+does not state one gets the registry's default (docs/serving.md), never a guess from its notes.
+When hardware.gpus holds several replicas (gpus = tp x pp x replicas), the batch (or the
+concurrency, or the rate) is split evenly over them and they run side by side.
 """
 
 from __future__ import annotations
@@ -15,8 +28,10 @@ from __future__ import annotations
 import math
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, PositiveInt
+from pydantic import BaseModel, ConfigDict, PositiveFloat, PositiveInt, field_validator, model_validator
 
+from gpucluster.catalog.serving import engine_names
+from gpucluster.errors import UserError
 from gpucluster.model.serving.kv_cache import KV_BYTES, Quant, replica_memory
 from gpucluster.model.serving.step_time import Replica, decode_step_time, prefill_time
 from gpucluster.model.transformer_params import layout_problems
@@ -24,21 +39,44 @@ from gpucluster.specs.validation_case import Case, Hardware
 from gpucluster.specs.workload import TransformerSpec
 from gpucluster.validate.predictors import Unsupported, fabric_for, predictors, section
 
+STEADY_KEYS = ("output_tokens_per_s", "request_per_s", "ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s")
 
 
 class Serving(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    batch: PositiveInt
     input_tokens: PositiveInt
     output_tokens: PositiveInt
+    batch: PositiveInt | None = None
+    concurrency: PositiveInt | None = None
+    request_rate: PositiveFloat | None = None
+    max_batch: PositiveInt = 256
     tp: PositiveInt | None = None
     pp: PositiveInt = 1
+    ep: PositiveInt = 1                 # expert parallelism inside the TP group (MoE)
     precision: Literal["bf16", "fp16", "fp8", "int8", "int4", "fp4"] = "bf16"
     kv_precision: Literal["bf16", "fp16", "fp8", "int8"] | None = None
+    engine: str | None = None
+    engine_version: str | None = None   # the engine's version: the registry's overrides for it apply
+
+    @field_validator("engine")
+    @classmethod
+    def _known_engine(cls, v: str | None) -> str | None:
+        if v is not None and v.strip().lower().partition("@")[0] not in engine_names():
+            raise ValueError(f"unknown engine {v!r}; valid: {', '.join(engine_names())}")
+        return v.strip().lower() if v is not None else None
+
+    @model_validator(mode="after")
+    def _one_mode(self) -> Serving:
+        given = [k for k in ("batch", "concurrency", "request_rate") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError("give exactly one of batch (static), concurrency or request_rate"
+                             + (f" (got {', '.join(given)})" if given else ""))
+        return self
 
 
 def replica_for(case: Case, calibrated: bool = True) -> tuple[Replica, Serving, int]:
-    """The case's replica, its serving section and the number of replicas."""
+    """The case's replica, its serving section and the number of replicas. (`calibrated` is kept
+    for callers of the earlier API: no fitted factor remains, so it changes nothing.)"""
     hw: Hardware = section(Hardware, case.hardware, "hardware")
     spec: TransformerSpec = section(TransformerSpec, getattr(case, "model", None), "model")
     sv: Serving = section(Serving, getattr(case, "serving", None), "serving")
@@ -50,7 +88,14 @@ def replica_for(case: Case, calibrated: bool = True) -> tuple[Replica, Serving, 
     if why:
         raise Unsupported(f"serving: {why[0]}")
     kv = sv.kv_precision or (sv.precision if sv.precision in KV_BYTES else "bf16")
-    rep = Replica(spec, fab, tp, sv.pp, Quant(sv.precision, kv), calibrated)
+    try:
+        engine = f"{sv.engine}@{sv.engine_version}" if sv.engine and sv.engine_version else sv.engine
+        rep = Replica(spec, fab, tp, sv.pp, Quant(sv.precision, kv), engine, sv.ep)
+        rep.kernels  # noqa: B018  # resolve the engine (and its version) now: a bad one is this case's error
+    except UserError as exc:
+        raise Unsupported(f"serving.engine_version: {exc.reason}") from None
+    except ValueError as exc:
+        raise Unsupported(f"serving.ep: {exc}") from None
     return rep, sv, hw.gpus // (tp * sv.pp)
 
 
@@ -62,9 +107,47 @@ def predict_batch(rep: Replica, batch: int, input_tokens: int, output_tokens: in
     return {"latency_s": latency, "ttft_s": prefill, "tpot_s": step}
 
 
+def predict_steady(rep: Replica, sv: Serving, replicas: int) -> dict[str, float]:
+    """Continuous batching on each replica at its share of the rate, or, for a fixed concurrency C,
+    at the rate where Little's law holds: C = rate x (TTFT + (output - 1) x TPOT) (bisection)."""
+    from gpucluster.model.serving.queueing import Lengths, StepModel, Traffic, analyze
+
+    step = StepModel(rep)
+    lengths = Lengths(float(sv.input_tokens)), Lengths(float(sv.output_tokens))
+    D = sv.output_tokens - 1
+
+    def at(rate: float):
+        return analyze(step, Traffic(rate, *lengths), sv.max_batch)
+
+    if sv.request_rate is not None:
+        p = at(sv.request_rate / replicas)
+    else:
+        c = min(float(sv.concurrency) / replicas, float(sv.max_batch))  # type: ignore[arg-type]
+        lo, hi = 0.0, c / max(1e-9, prefill_time(rep, 1, sv.input_tokens).total)
+        p = None
+        for _ in range(50):
+            mid = 0.5 * (lo + hi)
+            q = at(mid)
+            inflight = mid * (q.ttft_p50 + D * (q.tpot_p50 or 0.0)) if q.stable else math.inf
+            if inflight > c:
+                hi = mid
+            else:
+                lo, p = mid, q
+        if p is None:
+            p = at(lo)
+    rate = p.rate * replicas
+    return {"output_tokens_per_s": p.tokens_per_s * replicas, "request_per_s": rate,
+            "ttft_p50_s": p.ttft_p50, "ttft_p99_s": p.ttft_p99,
+            "tpot_p50_s": p.tpot_p50 or 0.0, "tpot_p99_s": p.tpot_p99 or 0.0}
+
+
 @predictors.register("inference")
 def predict_inference(case: Case) -> dict[str, float]:
     rep, sv, replicas = replica_for(case)
+    if sv.batch is None:
+        out = predict_steady(rep, sv, replicas)
+        out["_fits"] = 1.0
+        return out
     per_replica = math.ceil(sv.batch / replicas)
     mem = replica_memory(rep.spec, rep.gpu, rep.quant, rep.tp, rep.pp, sv.input_tokens + sv.output_tokens)
     out = predict_batch(rep, per_replica, sv.input_tokens, sv.output_tokens)

@@ -7,9 +7,63 @@ from gpucluster.validate.runner import run_file, summarize
 
 
 def test_public_inference_cases_meet_the_target(shared_dir):
-    rows = [r for r in run_file(shared_dir / "validation" / "inference-public.yaml") if r.kind == "inference"]
-    assert rows and all(r.error is not None for r in rows)
-    assert statistics.median(abs(r.error) for r in rows if r.error is not None) <= 0.15
+    """Both public serving files, every case predicted; the median over all of them within 10%
+    (benchmarks/inference_accuracy.py prints it per source, with leave-one-source-out)."""
+    rows = [r for f in ("inference-public.yaml", "inference-serving-public.yaml")
+            for r in run_file(shared_dir / "validation" / f) if r.kind == "inference"]
+    assert len(rows) >= 40 and all(r.error is not None for r in rows)
+    assert statistics.median(abs(r.error) for r in rows if r.error is not None) <= 0.10
+
+
+def test_cases_take_the_engine_they_state_and_refuse_unknown_ones(tmp_path):
+    body = """
+          - id: {id}
+            kind: inference
+            hardware: {{gpu: H100-SXM5-80GB, gpus: 8, gpus_per_node: 8}}
+            model: {{layers: 80, hidden: 8192, heads: 64, kv_heads: 8, ffn_hidden: 28672, gated_mlp: true, vocab: 128256, seq_len: 8192}}
+            serving: {{tp: 8, batch: 8, input_tokens: 128, output_tokens: 128, precision: fp8, {engine}}}
+            measured: {{tokens_per_s: 500}}
+    """
+    p = tmp_path / "cases.yaml"
+    p.write_text("schema: gpucluster-validation/v1\ncases:" + "".join(
+        textwrap.dedent(body).replace("\n", "\n  ").format(id=i, engine=e)
+        for i, e in (("none", ""), ("vllm", "engine: vllm"), ("lmdeploy", "engine: lmdeploy"),
+                     ("bad", "engine: fastllm"), ("v0", "engine: vllm, engine_version: '0.6.6'"),
+                     ("badv", "engine: vllm, engine_version: latest"))))
+    rows = {r.id: r for r in run_file(p)}
+    assert rows["bad"].predicted is None and "unknown engine" in (rows["bad"].reason or "")
+    assert "vllm" in (rows["bad"].reason or "")
+    # without CUDA graphs (LMDeploy) the decode steps pay the kernel launches
+    assert rows["lmdeploy"].predicted < rows["vllm"].predicted
+    assert rows["none"].predicted and rows["none"].predicted != rows["vllm"].predicted
+    # vLLM before 0.8 (V0): more host time per step, fewer tokens per second
+    assert rows["v0"].predicted < rows["vllm"].predicted
+    assert rows["badv"].predicted is None and "engine_version" in (rows["badv"].reason or "")
+
+
+def test_steady_state_concurrency_and_rate_cases(tmp_path):
+    """`concurrency` / `request_rate` cases go through the continuous-batching model: throughput
+    rises with concurrency, and so does TTFT; a static batch stays a static batch."""
+    p = tmp_path / "cases.yaml"
+    case = """
+          - id: {id}
+            kind: inference
+            hardware: {{gpu: H100-SXM5-80GB, gpus: 8, gpus_per_node: 8}}
+            model: {{layers: 32, hidden: 4096, heads: 32, kv_heads: 8, ffn_hidden: 14336, gated_mlp: true, vocab: 128256, seq_len: 8192}}
+            serving: {{tp: 1, {mode}, input_tokens: 1024, output_tokens: 256, precision: bf16, engine: vllm}}
+            measured: {{{metric}: 1.0}}
+    """
+    modes = (("c8", "concurrency: 8", "output_tokens_per_s"), ("c64", "concurrency: 64", "output_tokens_per_s"),
+             ("c64t", "concurrency: 64", "ttft_p50_s"), ("c8t", "concurrency: 8", "ttft_p50_s"),
+             ("r", "request_rate: 40", "output_tokens_per_s"), ("both", "batch: 8, concurrency: 8", "tpot_p50_s"))
+    p.write_text("schema: gpucluster-validation/v1\ncases:" + "".join(
+        textwrap.dedent(case).replace("\n", "\n  ").format(id=i, mode=m, metric=k) for i, m, k in modes))
+    rows = {r.id: r for r in run_file(p)}
+    assert rows["c64"].predicted > 2 * rows["c8"].predicted
+    assert rows["c64t"].predicted > rows["c8t"].predicted > 0
+    # 40 requests/s over 8 single-GPU replicas: 256 tokens each, all served
+    assert rows["r"].predicted == __import__("pytest").approx(40 * 256, rel=0.01)
+    assert rows["both"].predicted is None and "exactly one of" in (rows["both"].reason or "")
 
 
 def test_unseen_cases_predict_or_explain(tmp_path):

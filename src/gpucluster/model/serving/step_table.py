@@ -23,9 +23,11 @@ import numpy as np
 
 from gpucluster.model.collectives import predict_times_s
 from gpucluster.model.serving.kv_cache import kv_bytes_per_token, kv_heads_per_gpu
-from gpucluster.model.serving.step_time import (ACT_BYTES, EW_KERNELS, KERNEL_S, STEP_OVERHEAD_S, TERMS, Replica,
-                                                _elementwise_bytes, _layer_mix, attention_work, efficiency)
-from gpucluster.model.training.compute import GemmCurve, attention_tflops, gemm_curve, hbm_gbps
+from gpucluster.model.serving import fitted
+from gpucluster.model.serving.kernels import AR_MEASURED_MAX_BYTES, KERNEL_S, Kernels, host_step_s
+from gpucluster.model.serving.step_time import (ACT_BYTES, EW_KERNELS, TERMS, Replica, _elementwise_bytes, _layer_mix,
+                                                attention_work, ep_imbalance)
+from gpucluster.model.training.compute import GemmCurve
 from gpucluster.model.training.fabric import TrainingFabric
 from gpucluster.model.transformer_flops import layer_gemms
 from gpucluster.model.transformer_params import stage_layer_counts
@@ -51,6 +53,15 @@ def _collective_s(fabric: TrainingFabric, op: str, size_bytes: np.ndarray, size:
     return np.where(size_bytes > 0, t, 0.0)
 
 
+def _allreduce_s(rep: Replica, kn: Kernels, size_bytes: np.ndarray) -> np.ndarray:
+    """Kernels.allreduce_s on an array of sizes: the measured all-reduce, else the fabric's."""
+    fabric = _collective_s(rep.fabric, "all_reduce", size_bytes, rep.tp, 1)
+    if kn.allreduce is None:
+        return fabric
+    measured = kn.allreduce[0] + size_bytes / kn.allreduce[1]
+    return np.where(size_bytes > 0, np.where(size_bytes <= AR_MEASURED_MAX_BYTES, measured, fabric), 0.0)
+
+
 def _hops_s(rep: Replica, size_bytes: np.ndarray) -> np.ndarray:
     """step_time._hop_s on an array of sizes: the fabric's send/recv, or where it has no finite
     answer, the NIC's (or scale-up link's) GB/s per GPU and 10 us of latency."""
@@ -71,12 +82,12 @@ def _stage(rep: Replica, batch: np.ndarray, new_tokens: np.ndarray, context: flo
            last: bool) -> Terms:
     """step_time._stage's terms on arrays: `batch` sequences (floats) each adding `new_tokens`
     tokens (ints, broadcast with batch) on top of `context` cached ones."""
-    spec, gpu, tp = rep.spec, rep.gpu, rep.tp
-    prec = rep.quant.compute(gpu)
-    curve = gemm_curve(gpu.name, prec)
-    wb, ab = rep.quant.weight_bytes, rep.quant.act_bytes(gpu)
-    attn_rate = attention_tflops(gpu.name)[0] * 1e12
-    hbm = hbm_gbps(gpu) * 1e9
+    spec, tp, kn = rep.spec, rep.tp, rep.kernels
+    curve, xcurve = kn.gemm, kn.expert
+    wb, ab, xwb, xab = kn.weight_bytes, kn.act_bytes, kn.expert_weight_bytes, kn.expert_act_bytes
+    hbm = kn.hbm_gbps * 1e9
+    decode = context > 0
+    att_t0, att_bw, att_rate = kn.decode_attention if decode else kn.prefill_attention
     tokens = batch * new_tokens
     kv_layer = kv_bytes_per_token(spec, rep.quant.kv) / spec.layers
     kv_layer_gpu = kv_layer * (kv_heads_per_gpu(spec, tp) / (1 if spec.attention == "mla" else filled(spec.kv_heads)))
@@ -92,54 +103,59 @@ def _stage(rep: Replica, batch: np.ndarray, new_tokens: np.ndarray, context: flo
             continue
         g_t: np.ndarray | float = 0.0
         ew_t: np.ndarray | float = 0.0
-        for g in layer_gemms(spec, 1, tp, seq_len=1, dense_layer=not moe, causal=True):
+        kernels = EW_KERNELS + 1
+        for g in layer_gemms(spec, 1, tp, seq_len=1, dense_layer=not moe, causal=True, ep=rep.ep, etp=tp // rep.ep):
             if g.kind == "attention":
                 continue
             if g.name.startswith("expert_"):
-                touched = spec.experts * (1.0 - (1.0 - spec.experts_per_token / spec.experts) ** tokens)
-                m = tokens * spec.experts_per_token / touched
-                t = _gemm_s(curve, m, g.n, g.k, wb, ab, touched, True)
+                assigned = tokens * spec.experts_per_token
+                touched = spec.experts * (1.0 - (1.0 - spec.experts_per_token / spec.experts) ** tokens) / rep.ep
+                m = assigned / rep.ep * ep_imbalance(rep.ep, assigned) / touched
+                t = _gemm_s(xcurve, m, g.n, g.k, xwb, xab, touched, True)
                 count: np.ndarray | float = touched
+                a = xab
+                kernels += 1
             else:
                 m = (tokens_int * g.m) * batch / b_int
                 count = float(g.count)
                 t = _gemm_s(curve, m, g.n, g.k, wb, ab, count, False)
+                a = ab
+                kernels += g.count
             g_t = g_t + t
-            if ab < ACT_BYTES:  # the input is cast to 8 bits first: read 2 bytes, write 1
-                ew_t = ew_t + m * g.k * count * (ACT_BYTES + ab) / hbm
+            if a < ACT_BYTES:  # the input is cast to 8 bits first: read 2 bytes, write 1
+                ew_t = ew_t + m * g.k * count * (ACT_BYTES + a) / hbm
         a_flops, a_bytes = attention_work(spec, tokens, tp, batch, context, new_tokens, kv_layer_gpu)
-        a_t = np.hypot(a_flops / attn_rate, a_bytes / hbm) + KERNEL_S
+        a_t = np.hypot(a_flops / att_rate, a_bytes / att_bw) + att_t0
         ew_t = ew_t + _elementwise_bytes(spec, tokens, tp, moe) / hbm
         terms["gemm"] = terms["gemm"] + n * g_t
         terms["attention"] = terms["attention"] + n * a_t
         terms["elementwise"] = terms["elementwise"] + n * ew_t
-        terms["overhead"] = terms["overhead"] + n * EW_KERNELS * KERNEL_S
-        terms["tp_comm"] = terms["tp_comm"] + n * 2 * _collective_s(rep.fabric, "all_reduce",
-                                                                    tokens * spec.hidden * ACT_BYTES, tp, 1)
+        terms["overhead"] = terms["overhead"] + n * ((fitted.DECODE_LAYER_S + kernels * kn.launch_s) if decode
+                                                     else EW_KERNELS * KERNEL_S)
+        terms["tp_comm"] = terms["tp_comm"] + n * 2 * _allreduce_s(rep, kn, tokens * spec.hidden * ACT_BYTES)
     return _with_logits(rep, terms, batch) if last else terms
 
 
 def _with_logits(rep: Replica, terms: Terms, batch: np.ndarray) -> Terms:
     """The last stage's terms from a middle stage's: the output layer for each sequence's last
     position, in 16 bits, and the vocab-parallel logits gathered for sampling."""
-    spec, gpu, tp = rep.spec, rep.gpu, rep.tp
-    half = gemm_curve(gpu.name, "bf16" if "bf16" in gpu.peak_tflops else "fp16")
+    spec, tp = rep.spec, rep.tp
+    half = rep.kernels.half
     out = dict(terms)
     out["gemm"] = terms["gemm"] + _gemm_s(half, batch, spec.vocab / tp, spec.hidden, 2.0, ACT_BYTES)
     out["tp_comm"] = terms["tp_comm"] + _collective_s(rep.fabric, "all_gather", batch * spec.vocab * ACT_BYTES, tp, 1)
     return out
 
 
-def _total(rep: Replica, terms: Terms) -> np.ndarray:
-    """step_time._finish, then StepTime.total: device time over the serving efficiency, the
-    host's per-step work, the terms summed in their order."""
-    eff, _ = efficiency(rep)
-    k = 1.0 / eff
+def _total(rep: Replica, terms: Terms, prefill: bool) -> np.ndarray:
+    """step_time._finish, then StepTime.total: the engine's host work per step (and a prefill's
+    fixed cost) added to the overhead, the terms summed in their order."""
+    host = host_step_s(rep.kernels) + (fitted.PREFILL_FIXED_S if prefill else 0.0)
     out: np.ndarray | float = 0
     for name in TERMS:
-        v = terms[name] * k
+        v = terms[name] * 1.0
         if name == "overhead":
-            v = v + STEP_OVERHEAD_S
+            v = v + host
         out = out + v
     return np.asarray(out, dtype=float)
 
@@ -154,7 +170,7 @@ def decode_totals(rep: Replica, batches: np.ndarray, context: float) -> np.ndarr
     terms = {name: v * rep.pp for name, v in st.items()}
     if rep.pp > 1:
         terms["pp_comm"] = terms["pp_comm"] + rep.pp * _hops_s(rep, per * rep.spec.hidden * ACT_BYTES)
-    return _total(rep, terms)
+    return _total(rep, terms, False)
 
 
 def prefill_totals(rep: Replica, batches: np.ndarray, tokens: np.ndarray | int) -> np.ndarray:
@@ -164,7 +180,7 @@ def prefill_totals(rep: Replica, batches: np.ndarray, tokens: np.ndarray | int) 
     layers = max(stage_layer_counts(rep.spec.layers, rep.pp))
     if rep.pp == 1:
         st = _stage(rep, b, s, 0.0, layers, True)
-        return _total(rep, {name: v * 1.0 for name, v in st.items()})
+        return _total(rep, {name: v * 1.0 for name, v in st.items()}, True)
     micro = np.minimum(b, rep.pp)
     mb = b / micro
     mid = _stage(rep, mb, s, 0.0, layers, False)
@@ -172,7 +188,7 @@ def prefill_totals(rep: Replica, batches: np.ndarray, tokens: np.ndarray | int) 
     slots = micro + rep.pp - 1
     terms = {name: v * (slots - 1) + last[name] for name, v in mid.items()}
     terms["pp_comm"] = terms["pp_comm"] + (rep.pp - 1) * _hops_s(rep, mb * s * rep.spec.hidden * ACT_BYTES)
-    return _total(rep, terms)
+    return _total(rep, terms, True)
 
 
 class StepModel:

@@ -15,16 +15,18 @@ attention reads each sequence's KV cache (batch x context x KV bytes per token p
 GPU) at achievable HBM bandwidth.
 
 Both add, per layer, 2 tensor-parallel all-reduces of tokens x hidden x 2 bytes (after
-attention and after the MLP, Shoeybi et al. 2019, Megatron-LM section 3) on the
-replica's real placement (training.fabric.TrainingFabric over the collective model),
-and a fixed cost per small kernel: KERNEL_S = 1.5 us for each of the ~6 non-GEMM kernels
-of a layer (norms, rotary embedding and KV-cache write, activation, residual adds) under
-CUDA graphs, i.e. ~9 us per layer, within the 5-10 us per layer seen in decode profiles
-(an estimate; GEMMs carry their own fitted t0). All device time is then divided by the
-serving efficiency of the chip and math precision (calibration.py: fitted on published
-serving runs), and a step adds STEP_OVERHEAD_S = 0.3 ms of host work (scheduling,
-sampling, input preparation: an estimate for the C++ runtimes of TensorRT-LLM and vLLM
-V1 with CUDA graphs).
+attention and after the MLP, Shoeybi et al. 2019, Megatron-LM section 3) and a fixed cost per
+small kernel: KERNEL_S = 1.5 us for each of the ~6 non-GEMM kernels of a layer under CUDA graphs
+(an estimate), or the engine's CPU launch cost per kernel where it runs without them.
+
+The engine (catalog/data/engines.yaml, kernels.py) decides which measured kernels stand in:
+on chips that aiconfigurator-core's database covers (serving_kernels.yaml), the GEMMs run at
+that engine's measured small-m floor, weight-read bandwidth and large-m rate for the math
+precision (FP8 GEMMs at decode shapes reach far less of HBM than BF16 ones), decode attention
+at its measured KV-read rate, and the all-reduce at its measured custom (or NCCL) all-reduce
+latency and bandwidth; elsewhere the chip's microbenchmarks (training.compute) and the
+collective model over the replica's placement stand in. Each step adds the engine's host work
+(scheduling, input preparation, sampling). No fitted factor divides either phase.
 
 Pipeline parallelism splits the batch into pp micro-batches that flow through the stages:
 a decode step takes pp x stage_time(batch / pp) plus the activations' hops, a prefill
@@ -38,18 +40,17 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from gpucluster.catalog.models import Gpu
-from gpucluster.model.serving.calibration import serving_efficiency
+from gpucluster.model.serving import fitted
+from gpucluster.model.serving.kernels import KERNEL_S, Kernels, host_step_s, kernels_of
 from gpucluster.model.serving.kv_cache import Quant, kv_bytes_per_token, kv_heads_per_gpu
-from gpucluster.model.training.compute import GemmCurve, attention_tflops, gemm_curve, hbm_gbps
+from gpucluster.model.training.compute import GemmCurve
 from gpucluster.model.training.fabric import TrainingFabric
 from gpucluster.model.transformer_flops import layer_gemms
 from gpucluster.model.transformer_params import stage_layer_counts
 from gpucluster.specs.workload import TransformerSpec, filled
 
 ACT_BYTES = 2            # activations on the wire and between kernels: bf16/fp16
-KERNEL_S = 1.5e-6        # one small kernel under CUDA graphs (estimate, see module docstring)
 EW_KERNELS = 6           # non-GEMM kernels per layer
-STEP_OVERHEAD_S = 3e-4   # host work per engine step (estimate)
 TERMS = ("gemm", "attention", "elementwise", "tp_comm", "pp_comm", "overhead")
 
 
@@ -61,7 +62,17 @@ class Replica:
     tp: int = 1
     pp: int = 1
     quant: Quant = field(default_factory=Quant)
-    calibrated: bool = True
+    engine: str | None = None    # a name in catalog/data/engines.yaml; None: the registry's default
+    ep: int = 1                  # expert parallelism inside the TP group: experts split over ep ranks
+
+    def __post_init__(self) -> None:
+        if self.ep < 1 or self.tp % self.ep or (self.ep > 1 and (not self.spec.is_moe or self.spec.experts % self.ep)):
+            raise ValueError(f"expert parallelism {self.ep} must divide tp ({self.tp}) and the experts "
+                             f"({self.spec.experts if self.spec.is_moe else 'a dense model has none'})")
+
+    @property
+    def kernels(self) -> Kernels:
+        return kernels_of(self)
 
     @property
     def gpus(self) -> int:
@@ -108,6 +119,17 @@ def _experts_touched(experts: int, top_k: int, tokens: float) -> float:
     return experts * (1.0 - (1.0 - top_k / experts) ** tokens)
 
 
+def ep_imbalance(ep: int, assignments):
+    """The busiest of `ep` expert-parallel ranks over the mean: `assignments` (tokens x top-k)
+    routed uniformly are Binomial(N, 1/ep) per rank, whose expected maximum is about
+    N/ep + sqrt(2 ln(ep) N/ep (1 - 1/ep)) (the Gaussian maximum). A step waits for that rank.
+    Scalars or numpy arrays alike; 1 without EP."""
+    if ep <= 1:
+        return 1.0 + 0.0 * assignments
+    r = 1.0 + (2.0 * math.log(ep) * (ep - 1) / (assignments + (assignments <= 0))) ** 0.5
+    return (r + ep - abs(r - ep)) / 2   # at most ep: every assignment on one rank
+
+
 def _layer_mix(spec: TransformerSpec, layers: int) -> list[tuple[bool, float]]:
     """(is MoE layer, how many) for a stage of `layers` layers, in the model's proportion."""
     if not spec.is_moe:
@@ -144,13 +166,12 @@ def _elementwise_bytes(spec: TransformerSpec, tokens: float, tp: int, moe: bool)
 def _stage(rep: Replica, batch: float, new_tokens: int, context: float, layers: int, last: bool) -> StepTime:
     """One pipeline stage's forward over `batch` sequences, each adding `new_tokens` tokens
     on top of `context` cached ones (prefill: context 0; decode: new_tokens 1)."""
-    spec, gpu, tp = rep.spec, rep.gpu, rep.tp
-    prec = rep.quant.compute(gpu)
-    curve = gemm_curve(gpu.name, prec)
-    half = gemm_curve(gpu.name, "bf16" if "bf16" in gpu.peak_tflops else "fp16")
-    wb, ab = rep.quant.weight_bytes, rep.quant.act_bytes(gpu)
-    attn_rate = attention_tflops(gpu.name)[0] * 1e12
-    hbm = hbm_gbps(gpu) * 1e9
+    spec, tp, kn = rep.spec, rep.tp, rep.kernels
+    curve, half, xcurve = kn.gemm, kn.half, kn.expert
+    wb, ab, xwb, xab = kn.weight_bytes, kn.act_bytes, kn.expert_weight_bytes, kn.expert_act_bytes
+    hbm = kn.hbm_gbps * 1e9
+    decode = context > 0
+    att_t0, att_bw, att_rate = kn.decode_attention if decode else kn.prefill_attention
     tokens = batch * new_tokens
     kv_layer = kv_bytes_per_token(spec, rep.quant.kv) / spec.layers  # whole model, one layer
     kv_layer_gpu = kv_layer * (kv_heads_per_gpu(spec, tp) / (1 if spec.attention == "mla" else filled(spec.kv_heads)))
@@ -161,29 +182,36 @@ def _stage(rep: Replica, batch: float, new_tokens: int, context: float, layers: 
         if n <= 0:
             continue
         g_t = a_t = ew_t = 0.0
-        for g in layer_gemms(spec, b_int, tp, seq_len=new_tokens, dense_layer=not moe, causal=True):
+        kernels = EW_KERNELS + 1
+        for g in layer_gemms(spec, b_int, tp, seq_len=new_tokens, dense_layer=not moe, causal=True,
+                             ep=rep.ep, etp=tp // rep.ep):
             if g.kind == "attention":
                 continue
-            m, count, grouped = g.m * batch / b_int, float(g.count), False
+            m, count, grouped, c, w, a = g.m * batch / b_int, float(g.count), False, curve, wb, ab
             if g.name.startswith("expert_"):
-                touched = _experts_touched(spec.experts, spec.experts_per_token, tokens)
-                m, count, grouped = tokens * spec.experts_per_token / touched, touched, True
-            t, tf, tb = _gemm_s(curve, m, g.n, g.k, wb, ab, count, grouped)
+                # this GPU's experts (E / ep) that the step's tokens touch, and the assignments of
+                # the busiest EP rank
+                assigned = tokens * spec.experts_per_token
+                touched = _experts_touched(spec.experts, spec.experts_per_token, tokens) / rep.ep
+                m = assigned / rep.ep * ep_imbalance(rep.ep, assigned) / touched
+                count, grouped, c, w, a = touched, True, xcurve, xwb, xab
+            t, tf, tb = _gemm_s(c, m, g.n, g.k, w, a, count, grouped)
             g_t, flops_s, bytes_s = g_t + t, flops_s + n * tf, bytes_s + n * tb
-            if ab < ACT_BYTES:  # the input is cast to 8 bits first: read 2 bytes, write 1
-                ew_t += m * g.k * count * (ACT_BYTES + ab) / hbm
+            kernels += 1 if grouped else g.count
+            if a < ACT_BYTES:  # the input is cast to 8 bits first: read 2 bytes, write 1
+                ew_t += m * g.k * count * (ACT_BYTES + a) / hbm
         # Attention: causal flash attention over the prompt (prefill), or each new token's
         # query against the whole cache (decode): FLOPs at the measured attention rate, KV
-        # bytes read at achievable HBM bandwidth.
+        # bytes read at the measured (decode) or achievable (prefill) HBM bandwidth.
         a_flops, a_bytes = attention_work(spec, tokens, tp, batch, context, new_tokens, kv_layer_gpu)
-        a_t = math.hypot(a_flops / attn_rate, a_bytes / hbm) + KERNEL_S
-        bytes_s += n * a_bytes / hbm
+        a_t = math.hypot(a_flops / att_rate, a_bytes / att_bw) + att_t0
+        bytes_s += n * a_bytes / att_bw
         ew_t += _elementwise_bytes(spec, tokens, tp, moe) / hbm
         terms["gemm"] += n * g_t
         terms["attention"] += n * a_t
         terms["elementwise"] += n * ew_t
-        terms["overhead"] += n * EW_KERNELS * KERNEL_S
-        terms["tp_comm"] += n * 2 * rep.fabric.time_s("all_reduce", tokens * spec.hidden * ACT_BYTES, tp, 1)
+        terms["overhead"] += n * ((fitted.DECODE_LAYER_S + kernels * kn.launch_s) if decode else EW_KERNELS * KERNEL_S)
+        terms["tp_comm"] += n * 2 * kn.allreduce_s(tokens * spec.hidden * ACT_BYTES)
     if last:
         # Output layer for each sequence's last position only, in 16 bits, then the
         # vocab-parallel logits gathered for sampling.
@@ -199,18 +227,15 @@ def _scaled(st: StepTime, k: float) -> StepTime:
 
 
 def efficiency(rep: Replica) -> tuple[float, str]:
-    """The serving-efficiency factor of the replica's chip and math precision (calibration.py);
-    1 when the replica asks for the kernel-level model (`calibrated=False`)."""
-    if not rep.calibrated:
-        return 1.0, "kernel-level model, uncalibrated"
-    return serving_efficiency(rep.gpu.name, rep.quant.compute(rep.gpu))
+    """No fitted factor divides the step time any more (kept for the plan documents' field):
+    1, and which engine's kernels the model stands on."""
+    return 1.0, rep.kernels.provenance
 
 
-def _finish(rep: Replica, st: StepTime) -> StepTime:
-    """Device time divided by the serving efficiency, then the host's per-step work."""
-    eff, _ = efficiency(rep)
-    out = _scaled(st, 1.0 / eff)
-    out.terms["overhead"] += STEP_OVERHEAD_S
+def _finish(rep: Replica, st: StepTime, prefill: bool) -> StepTime:
+    """The device time, then the engine's host work per step (and a prefill's fixed cost)."""
+    out = _scaled(st, 1.0)
+    out.terms["overhead"] += host_step_s(rep.kernels) + (fitted.PREFILL_FIXED_S if prefill else 0.0)
     return out
 
 
@@ -245,7 +270,7 @@ def prefill_time(rep: Replica, batch: int, input_tokens: int) -> StepTime:
         st = StepTime({k: v * (slots - 1) + last.terms[k] for k, v in mid.terms.items()},
                       mid.flops_s * (slots - 1) + last.flops_s, mid.bytes_s * (slots - 1) + last.bytes_s)
         st.terms["pp_comm"] += (rep.pp - 1) * _hop_s(rep, mb * input_tokens * rep.spec.hidden * ACT_BYTES)
-    return _finish(rep, st)
+    return _finish(rep, st, True)
 
 
 def decode_step_time(rep: Replica, batch: float, context: float) -> StepTime:
@@ -257,7 +282,7 @@ def decode_step_time(rep: Replica, batch: float, context: float) -> StepTime:
     st = _scaled(_stage(rep, batch / micro, 1, context, layers, True), rep.pp)
     if rep.pp > 1:
         st.terms["pp_comm"] += rep.pp * _hop_s(rep, batch / micro * rep.spec.hidden * ACT_BYTES)
-    return _finish(rep, st)
+    return _finish(rep, st, False)
 
 
 def batch_latency_s(rep: Replica, batch: int, input_tokens: int, output_tokens: int) -> float:
