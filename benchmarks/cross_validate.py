@@ -86,7 +86,7 @@ def speed_ratio(case: Case) -> tuple[float, float] | None:
     except (Unsupported, ValueError):
         return None
     metric, measured = next(iter(case.measured.items()))
-    predicted = pred[compared_metric(case.source, metric)]
+    predicted = pred[compared_metric(metric)]
     return (measured / predicted) ** SPEED[metric], pred["_compute_share"]
 
 

@@ -1,28 +1,54 @@
-"""How a published source counts the metric it reports: a fact about the measurement, not the run.
+"""What a measured figure counts: a field of the case (`training.flops_counted`), never its text.
 
-The predictors never read `source` or `notes` (every setting of the run is a field of
-the case, or a documented default). What a source *means* by a reported number is a
-different matter: "model TFLOP/s per GPU" excludes recompute work in Megatron, NeMo and
-Megatron-Bridge (shared/validation/README.md), but Narayanan et al. 2021 count it: their
-throughput formula (Appendix, 96 B s l h^2 (1 + s/6h + V/16lh)) includes the extra forward
-pass of activation recomputation. The comparison therefore reads `tflops_per_gpu` of
-those sources as hardware TFLOP/s. This table is the only place a source string is
-read, and only to pick which predicted figure the measured one is compared with.
+"Model TFLOP/s per GPU" and MFU count the model's FLOPs per step, divided by time and GPU
+count (and by the peak, for MFU). Sources differ on one point, whether the extra forward
+pass of activation recompute is counted:
+
+- `model`: it is not (Megatron-Core's num_floating_point_operations, NeMo, Megatron-Bridge,
+  torchtitan, nanotron, the FlashAttention papers; shared/validation/README.md).
+- `hardware`: it is. Megatron-LM's printed throughput and Narayanan et al. 2021's formula
+  (96 B s l h^2 (1 + s/6h + V/16lh): four passes, the fourth the recompute) count it,
+  as does Megatron-DeepSpeed's throughput_calculator (checkpoint_activations_factor 4).
+
+Where a case does not state it, the default is `model`, the definition the validation
+format documents for `tflops_per_gpu` (shared/validation/README.md, "Notes on what the
+sources count"). The two coincide where nothing is recomputed. A source that counted the
+recompute must say `flops_counted: hardware` (Narayanan et al. 2021's rows of
+training-public.yaml would need it: they are compared under the default). Per GPU figures
+(`tflops_per_gpu`, `tokens_per_s_per_gpu`) are per GPU by name; `iteration_s` is per step.
+Nothing here reads `source` or `notes`.
 """
 
 from __future__ import annotations
 
-import re
+from typing import Literal, Protocol
 
-# (pattern on the source string, measured metric, the predicted figure it is compared with)
-METRIC_CONVENTIONS: tuple[tuple[re.Pattern[str], str, str], ...] = (
-    (re.compile(r"narayanan\s+et\s+al\.?\s*,?\s*2021", re.IGNORECASE), "tflops_per_gpu", "hardware_tflops_per_gpu"),
-)
+FlopsCounted = Literal["model", "hardware"]
 
 
-def compared_metric(source: str | None, metric: str) -> str:
-    """The predicted figure a measured `metric` of `source` is compared with."""
-    for pattern, measured, predicted in METRIC_CONVENTIONS:
-        if measured == metric and pattern.search(source or ""):
-            return predicted
+class _Estimate(Protocol):
+    step_s: float
+    model_tflops_per_gpu: float
+    hardware_tflops_per_gpu: float
+    tokens_per_s_per_gpu: float
+    mfu: float
+    hfu: float
+
+
+DEFAULT_FLOPS_COUNTED: FlopsCounted = "model"
+
+
+def predicted_figures(est: _Estimate, counted: FlopsCounted) -> dict[str, float]:
+    """The figures a case can measure, each counted as the case's source counts it."""
+    hardware = counted == "hardware"
+    return {"iteration_s": est.step_s,
+            "tflops_per_gpu": est.hardware_tflops_per_gpu if hardware else est.model_tflops_per_gpu,
+            "model_tflops_per_gpu": est.model_tflops_per_gpu,
+            "hardware_tflops_per_gpu": est.hardware_tflops_per_gpu,
+            "tokens_per_s_per_gpu": est.tokens_per_s_per_gpu, "mfu": est.hfu if hardware else est.mfu}
+
+
+def compared_metric(metric: str) -> str:
+    """The predicted figure a measured `metric` is compared with: the same name (the predictor
+    has already applied the case's convention)."""
     return metric

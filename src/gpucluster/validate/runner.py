@@ -57,7 +57,7 @@ def run_file(path: str | Path) -> list[CaseResult]:
                 reason = f"the model cannot evaluate this case: {exc}"
         fitted = in_sample(case, path)
         for metric, measured in case.measured.items():
-            value = predicted.get(compared_metric(case.source, metric))
+            value = predicted.get(compared_metric(metric))
             why = reason
             if value is None and why is None:
                 why = f"metric {metric!r} is not predicted for {case.kind} (predicted: {', '.join(predicted)})"

@@ -80,7 +80,7 @@ class MemoryTerms:
                                                                           lay.sequence_parallel, lay.cp,
                                                                           seq_len=seq_len)
         self.outside = outside
-        self.counts = stage_layer_counts(spec.layers, lay.pp, lay.pp_embedding_layer, lay.pp_loss_layer)
+        self.counts = stage_layer_counts(spec.layers, lay.pp, lay.pp_embedding_layer, lay.pp_loss_layer, lay.stage_layers)
         mbs = lay.microbatches
         self.first = pipeline_inflight_microbatches(lay.pp, lay.interleave, 0, mbs)
         self.last_inflight = pipeline_inflight_microbatches(lay.pp, lay.interleave, lay.pp - 1, mbs)
@@ -114,8 +114,14 @@ class MemoryTerms:
         if base.pp == 1:
             act_first = act_last = first * counts[0] * per_layer + outside["first"] + outside["last"]
         buffers = float(RESERVED_BYTES)
+        weights, grads, optimizer = wgo["weights"], wgo["grads"], wgo["optimizer"]
         if zero >= 3:
-            # FSDP keeps the gathered weights of the running layer and the prefetched next one.
-            buffers += 2 * params(spec).total / spec.layers / base.tp * 2
-        optimizer = 0.0 if offload_optimizer else wgo["optimizer"]
-        return wgo["weights"], wgo["grads"], optimizer, max(act_first, act_last), buffers
+            # FSDP keeps the gathered weights of the running unit and the prefetched next one,
+            # and the unsharded gradient of the unit being reduced.
+            buffers += 3 * params(spec).total / spec.layers / base.tp * 2
+            n = base.dp * base.cp
+            if 0 < base.shard_group < n:
+                # HSDP: the states are sharded over the shard group only, replicated across groups.
+                weights, grads, optimizer = (x * n / base.shard_group for x in (weights, grads, optimizer))
+        optimizer = 0.0 if offload_optimizer else optimizer
+        return weights, grads, optimizer, max(act_first, act_last), buffers
