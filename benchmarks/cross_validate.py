@@ -36,6 +36,7 @@ from gpucluster.specs.validation_case import Hardware
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "validation"
 DEFAULT_FILES = [SHARED / "training-public.yaml", SHARED / "training-vtrain-single-public.yaml",
+                 SHARED / "training-sharded-public.yaml",
                  *sorted((ROOT / "validation").glob("training-*.yaml"))]
 SPEED = {"iteration_s": -1, "tflops_per_gpu": 1, "tokens_per_s_per_gpu": 1, "mfu": 1}
 HOST_GRID_US = (20, 30, 40, 45, 50, 55, 60, 70, 80)

@@ -42,6 +42,10 @@ class Layout(Open):
     moe_imbalance: Num = 1.0
     pp_embedding_layer: bool = False
     pp_loss_layer: bool = False
+    attention_kernel: str = "default"
+    framework: str = "megatron"
+    shard_group: int = 0
+    stage_layers: list[int] = []
 
 
 class Target(Strict):
