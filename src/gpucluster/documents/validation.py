@@ -13,7 +13,7 @@ SCHEMA: Final = "gpucluster-validate/v1"
 
 
 class Case(Strict):
-    OMIT_NONE = ("reason",)
+    OMIT_NONE = ("reason", "defaults")
 
     id: str
     kind: str
@@ -25,6 +25,8 @@ class Case(Strict):
     file: str | None
     reason: str | None = Field(None, description="why no prediction (the case is outside the model)")
     in_sample: bool = Field(False, description="the GPU's efficiency was fitted on this file's runs (catalog fitted_on)")
+    defaults: list[str] | None = Field(None, description="documented defaults taken for stack settings the case "
+                                                         "does not state (framework, attention kernel, FLOPs count)")
 
 
 class KindSummary(Strict):

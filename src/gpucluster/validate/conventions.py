@@ -10,11 +10,12 @@ pass of activation recompute is counted:
   (96 B s l h^2 (1 + s/6h + V/16lh): four passes, the fourth the recompute) count it,
   as does Megatron-DeepSpeed's throughput_calculator (checkpoint_activations_factor 4).
 
-Where a case does not state it, the default is `model`, the definition the validation
-format documents for `tflops_per_gpu` (shared/validation/README.md, "Notes on what the
-sources count"). The two coincide where nothing is recomputed. A source that counted the
-recompute must say `flops_counted: hardware` (Narayanan et al. 2021's rows of
-training-public.yaml would need it: they are compared under the default). Per GPU figures
+Where a case does not state it, `default_flops_counted` decides from the case's stated
+`attention`: unfused attention dates a run before FlashAttention (2022 and earlier), when
+the stacks' printed throughput (Megatron-LM, Megatron-DeepSpeed, Narayanan et al. 2021)
+counted the recompute pass: `hardware`. Every other run counts `model` FLOPs, the
+definition shared/validation/README.md gives ("Notes on what the sources count"). The two
+coincide where nothing is recomputed. Per GPU figures
 (`tflops_per_gpu`, `tokens_per_s_per_gpu`) are per GPU by name; `iteration_s` is per step.
 Nothing here reads `source` or `notes`.
 """
@@ -35,7 +36,9 @@ class _Estimate(Protocol):
     hfu: float
 
 
-DEFAULT_FLOPS_COUNTED: FlopsCounted = "model"
+def default_flops_counted(attention: str) -> FlopsCounted:
+    """The FLOPs convention of a case that states none (see the module docstring)."""
+    return "hardware" if attention == "unfused" else "model"
 
 
 def predicted_figures(est: _Estimate, counted: FlopsCounted) -> dict[str, float]:

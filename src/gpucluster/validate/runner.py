@@ -27,11 +27,13 @@ class CaseResult:
     file: str | None = None
     reason: str | None = None
     in_sample: bool = False  # the GPU's efficiency was fitted on this file's runs (validate/in_sample.py)
+    defaults: list[str] | None = None  # documented defaults the case took for settings it does not state
 
     def to_json(self) -> dict:
         d = asdict(self)
-        if d["reason"] is None:
-            del d["reason"]
+        for key in ("reason", "defaults"):
+            if d[key] is None:
+                del d[key]
         return d
 
 
@@ -56,6 +58,7 @@ def run_file(path: str | Path) -> list[CaseResult]:
             except ValueError as exc:  # a combination the model cannot evaluate: a reason, never a crash
                 reason = f"the model cannot evaluate this case: {exc}"
         fitted = in_sample(case, path)
+        defaults = training_predictor.defaults_taken(case) if case.kind == "training" and reason is None else None
         for metric, measured in case.measured.items():
             value = predicted.get(compared_metric(metric))
             why = reason
@@ -63,7 +66,7 @@ def run_file(path: str | Path) -> list[CaseResult]:
                 why = f"metric {metric!r} is not predicted for {case.kind} (predicted: {', '.join(predicted)})"
             error = (value - measured) / measured if value is not None else None
             results.append(CaseResult(case.id, case.kind, metric, measured, value, error, case.source,
-                                      str(path), why, fitted and value is not None))
+                                      str(path), why, fitted and value is not None, defaults))
     return results
 
 

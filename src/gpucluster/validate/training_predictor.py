@@ -18,7 +18,7 @@ from gpucluster.model.training.step import estimate
 from gpucluster.plan.train_search import search
 from gpucluster.specs.validation_case import Case, Hardware
 from gpucluster.specs.workload import TransformerSpec
-from gpucluster.validate.conventions import DEFAULT_FLOPS_COUNTED, predicted_figures
+from gpucluster.validate.conventions import default_flops_counted, predicted_figures
 from gpucluster.validate.predictors import Unsupported, fabric_for, predictors, section
 
 # What a run used when its case does not say (shared/validation/README.md): the attention
@@ -56,7 +56,7 @@ class Training(BaseModel):
     # Explicit pipeline layout: Megatron-Core's --pipeline-model-parallel-layout string, or the
     # transformer layers of each virtual stage (pp x interleave entries, schedule order).
     pipeline_layout: str | list[int] | None = None
-    # What a measured TFLOP/s or MFU counts (validate/conventions.py); default: model FLOPs, no recompute.
+    # What a measured TFLOP/s or MFU counts (validate/conventions.py); default: default_flops_counted().
     flops_counted: Literal["model", "hardware"] | None = None
     overlap_dp_comm: bool | Literal["framework"] = STACK_DEFAULTS["overlap_dp_comm"]
     overlap_tp_comm: bool = STACK_DEFAULTS["overlap_tp_comm"]
@@ -87,14 +87,15 @@ LAYOUT_FIELDS = {"tp", "pp", "dp", "cp", "ep", "interleave", "micro_batch", "seq
 
 
 def default_framework(tr: Training) -> str:
-    """The framework of a case that names none (documented in docs/training.md): a run that
-    shards with zero: 3 and no pipeline (pp 1 or not stated) is a PyTorch FSDP-style trainer
-    (`fsdp`: FSDP, FSDP2, fairscale, lit-gpt; Megatron has no ZeRO-3 of its own before
-    Megatron-Core's FSDP); every other run is Megatron-LM / Megatron-Core (`megatron`)."""
+    """The framework of a case that names none (documented in docs/training.md), from stated
+    fields only: a run that shards with zero: 3 and no pipeline (pp 1 or not stated) is a
+    PyTorch FSDP-style trainer (`fsdp`: FSDP, FSDP2, lit-gpt), unless it states unfused
+    attention, which dates it before FlashAttention (mid-2022), when ZeRO-3 meant DeepSpeed's
+    (`deepspeed`); every other run is Megatron-LM / Megatron-Core (`megatron`)."""
     if tr.framework is not None:
         return tr.framework
     if tr.zero == 3 and (tr.pp or 1) == 1:
-        return "fsdp"
+        return "deepspeed" if tr.attention == "unfused" else "fsdp"
     return frameworks.DEFAULT_FRAMEWORK
 
 
@@ -138,8 +139,30 @@ def predict_training(case: Case) -> dict[str, float]:
                           f"{res.smallest_misfit.memory.total / 2**30:.0f} GiB per GPU)")
             raise Unsupported(f"training: {reason}")
         est = res.best
-    return predicted_figures(est, tr.flops_counted or DEFAULT_FLOPS_COUNTED) | {
+    return predicted_figures(est, tr.flops_counted or default_flops_counted(tr.attention)) | {
         "_compute_share": est.terms["compute"] / est.step_s}
+
+
+def defaults_taken(case: Case) -> list[str]:
+    """The documented defaults a case took for the stack settings it does not state (validate
+    shows them beside its prediction)."""
+    try:
+        tr: Training = section(Training, getattr(case, "training", None), "training")
+    except Unsupported:
+        return []
+    out = []
+    fw = default_framework(tr)
+    if tr.framework is None:
+        why = {"fsdp": "zero: 3 without pipeline parallelism",
+               "deepspeed": "zero: 3 without pipeline parallelism, unfused attention"}.get(fw, "the default stack")
+        out.append(f"framework: {fw} ({why}; docs/training.md)")
+    if tr.attention == "flash":
+        out.append(f"attention: flash = {frameworks.get(fw).attention}, {fw}'s fused kernel")
+    if tr.flops_counted is None and any(k in case.measured for k in ("tflops_per_gpu", "mfu")):
+        counted = default_flops_counted(tr.attention)
+        out.append(f"flops_counted: {counted} (recompute {'' if counted == 'hardware' else 'not '}counted; "
+                   "validate/conventions.py)")
+    return out
 
 
 def stated_layout(spec: TransformerSpec, tr: Training) -> dict[str, Any]:
