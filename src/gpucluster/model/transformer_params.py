@@ -193,7 +193,11 @@ def parse_pipeline_layout(text: str) -> tuple[int, ...]:
     (e.g. "Et*3|(tt|)*29,m|L": stages split by `|`, `t` a transformer layer, `E` the embedding,
     `L` the loss, `m` a multi-token-prediction layer, `X*n` and `(...)*n` repeats; `,` is
     ignored). Only `t` counts: the embedding and loss sit on the first and last stage, and MTP
-    layers are not among the model's `layers`. A malformed string raises ValueError."""
+    layers are not among the model's `layers`. A list of numbers ("3|2|...|2") gives the layers
+    of each stage directly. A malformed string raises ValueError."""
+    parts = [p.strip() for p in text.split("|")]
+    if all(p.isdigit() for p in parts):
+        return tuple(int(p) for p in parts)
     s = text.replace(",", "").replace(" ", "")
     while True:
         expanded = _REPEAT.sub(lambda m: m.group(1) * int(m.group(2)), s)
