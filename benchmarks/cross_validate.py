@@ -139,12 +139,17 @@ def main(argv: list[str]) -> int:
     by_source: dict[str, list[Case]] = defaultdict(list)
     for c in cases:
         by_source[source_key(c)].append(c)
+    file_of = {c.id: f.name for f in files for c in load_file(f).cases if c.kind == "training"}
     folds: dict[str, dict[str, Any]] = {}
     pooled: list[float] = []
+    by_file: dict[str, list[float]] = defaultdict(list)
     for src, held in by_source.items():
         rest = [c for c in cases if source_key(c) != src]
         sustained, host = fit(rest)
-        errs = list(errors(held, sustained, host).values())
+        held_errs = errors(held, sustained, host)
+        for cid, e in held_errs.items():
+            by_file[file_of[cid]].append(e)
+        errs = list(held_errs.values())
         if errs:
             folds[src] = summary(errs) | {"host_us_fitted": host * 1e6,
                                           "sustained_fitted": {f"{g} {p}": v for (g, p), v in sustained.items()}}
@@ -152,6 +157,7 @@ def main(argv: list[str]) -> int:
     sustained, host = fit(cases)
     in_sample = errors(cases, sustained, host)
     result: dict[str, Any] = {"cross_validated": {"by_source": folds, "all": summary(pooled),
+                                  "by_file": {f: summary(e) for f, e in by_file.items()},
                                   "median_of_sources": statistics.median(f["median_abs_error"] for f in folds.values())},
               "in_sample": {"all": summary(list(in_sample.values())), "host_us": host * 1e6,
                             "sustained": {f"{g} {p}": v for (g, p), v in sustained.items()},
@@ -166,6 +172,10 @@ def main(argv: list[str]) -> int:
     for src, s in folds.items():
         print(f"{src[:48]:48} {s['cases']:5d} {100 * s['median_abs_error']:10.1f}% "
               f"{100 * s['mean_signed_error']:+8.1f}% {100 * s['max_abs_error']:8.1f}% {s['host_us_fitted']:8.0f}")
+    print("\nper file, each case predicted in its source's fold:")
+    for name, s in result["cross_validated"]["by_file"].items():
+        print(f"  {name[:46]:46} {s['cases']:5d} {100 * s['median_abs_error']:10.1f}% "
+              f"{100 * s['mean_signed_error']:+8.1f}% {100 * s['max_abs_error']:8.1f}%")
     a = result["cross_validated"]["all"]
     print(f"\ncross-validated, median over sources of their median |error|: "
           f"{100 * result['cross_validated']['median_of_sources']:.1f}%")

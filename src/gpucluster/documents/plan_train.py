@@ -45,7 +45,7 @@ class Layout(Open):
     attention_kernel: str = "default"
     framework: str = "megatron"
     shard_group: int = 0
-    stage_layers: list[int] = []
+    stage_layers: list[int] = Field(default_factory=list)
 
 
 class Target(Strict):

@@ -29,11 +29,17 @@ FlopsCounted = Literal["model", "hardware"]
 
 class _Estimate(Protocol):
     step_s: float
-    model_tflops_per_gpu: float
-    hardware_tflops_per_gpu: float
-    tokens_per_s_per_gpu: float
-    mfu: float
-    hfu: float
+
+    @property
+    def model_tflops_per_gpu(self) -> float: ...
+    @property
+    def hardware_tflops_per_gpu(self) -> float: ...
+    @property
+    def tokens_per_s_per_gpu(self) -> float: ...
+    @property
+    def mfu(self) -> float: ...
+    @property
+    def hfu(self) -> float: ...
 
 
 def default_flops_counted(attention: str) -> FlopsCounted:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from gpucluster.specs.loader import load_yaml, parse_data
 from gpucluster.specs.validation_case import ValidationFile
-from gpucluster.validate import training_predictor  # noqa: F401  (registers the `training` kind)
+from gpucluster.validate import training_predictor  # registers the `training` kind; its defaults_taken
 from gpucluster.validate import inference_predictor  # noqa: F401  (registers the `inference` kind)
 from gpucluster.validate.conventions import compared_metric
 from gpucluster.validate.in_sample import in_sample

@@ -266,8 +266,7 @@ def _unit_params(spec: TransformerSpec, ep: int) -> tuple[float, float]:
     output layer, final norm)."""
     p = params(spec)
     moe = p.mlp_moe - spec.experts * p.expert * (1 - 1 / ep) if p.moe_layers else 0.0
-    blocks = spec.layers * p.attention + p.dense_layers * p.mlp_dense
-    blocks += p.moe_layers * moe
+    blocks = float(spec.layers * p.attention + p.dense_layers * p.mlp_dense) + p.moe_layers * moe
     return blocks / spec.layers, p.embedding + p.final_norm + p.logits
 
 
