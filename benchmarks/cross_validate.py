@@ -47,6 +47,7 @@ HOST_GRID_US = (20, 30, 40, 45, 50, 55, 60, 70, 80)
 HOST_PRIOR_US = 30
 FLAT = 0.005  # scores within half a point of the best are a tie
 COMPUTE_BOUND = 0.6   # sustained fractions are fitted on cases whose step is >= 60% compute
+HOST_SENSITIVE = 0.05  # the host cost is scored on cases whose error moves > 5 points across its grid
 
 
 def source_key(case: Case) -> str:
@@ -97,8 +98,11 @@ def _key(case: Case) -> tuple[str, str]:
 
 
 def fit(cases: list[Case]) -> tuple[dict[tuple[str, str], float], float]:
-    """Sustained fractions and the host cost per kernel that fit `cases` best."""
-    scored: list[tuple[float, dict, float]] = []
+    """Sustained fractions and the host cost per kernel that fit `cases` best. The host cost is
+    scored on the cases it moves (a step that changes by more than HOST_SENSITIVE across the
+    grid): a GPU-bound case cannot tell host costs apart, and would only lend its other
+    errors (network, kernels) to the host term."""
+    fitted: list[tuple[dict, float, dict[str, float]]] = []
     for host_us in HOST_GRID_US:
         with calibrated(None, host_us * 1e-6):
             ratios: dict[tuple[str, str], list[float]] = defaultdict(list)
@@ -107,9 +111,12 @@ def fit(cases: list[Case]) -> tuple[dict[tuple[str, str], float], float]:
                 if r is not None and r[1] >= COMPUTE_BOUND:
                     ratios[_key(c)].append(r[0])
         sustained = {k: min(1.0, statistics.median(v)) for k, v in ratios.items()}
-        errs = errors(cases, sustained, host_us * 1e-6)
-        score = statistics.median(abs(e) for e in errs.values()) if errs else float("inf")
-        scored.append((score, sustained, host_us * 1e-6))
+        fitted.append((sustained, host_us * 1e-6, errors(cases, sustained, host_us * 1e-6)))
+    ids = set.intersection(*(set(e) for _, _, e in fitted)) if fitted else set()
+    sensitive = {i for i in ids
+                 if max(e[i] for _, _, e in fitted) - min(e[i] for _, _, e in fitted) > HOST_SENSITIVE} or ids
+    scored = [(statistics.median(abs(e[i]) for i in sensitive) if sensitive else float("inf"), sus, host)
+              for sus, host, e in fitted]
     top = min(s[0] for s in scored)
     ties = [s for s in scored if s[0] <= top + FLAT]
     best = min(ties, key=lambda s: abs(s[2] * 1e6 - HOST_PRIOR_US))

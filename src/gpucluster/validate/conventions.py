@@ -10,11 +10,12 @@ pass of activation recompute is counted:
   (96 B s l h^2 (1 + s/6h + V/16lh): four passes, the fourth the recompute) count it,
   as does Megatron-DeepSpeed's throughput_calculator (checkpoint_activations_factor 4).
 
-Where a case does not state it, `default_flops_counted` decides from the case's stated
-`attention`: unfused attention dates a run before FlashAttention (2022 and earlier), when
-the stacks' printed throughput (Megatron-LM, Megatron-DeepSpeed, Narayanan et al. 2021)
-counted the recompute pass: `hardware`. Every other run counts `model` FLOPs, the
-definition shared/validation/README.md gives ("Notes on what the sources count"). The two
+Where a case does not state it, `default_flops_counted` decides from stated fields: a case
+that states unfused attention and states its recompute dates from before FlashAttention (2022
+or earlier), when the stacks' printed throughput (Megatron-LM, Megatron-DeepSpeed, Narayanan
+et al. 2021) counted the recompute pass it ran: `hardware`. Every other case counts `model`
+FLOPs, the definition shared/validation/README.md gives ("Notes on what the sources count");
+a case that leaves its recompute to the planner cannot have counted one. The two
 coincide where nothing is recomputed. Per GPU figures
 (`tflops_per_gpu`, `tokens_per_s_per_gpu`) are per GPU by name; `iteration_s` is per step.
 Nothing here reads `source` or `notes`.
@@ -42,9 +43,9 @@ class _Estimate(Protocol):
     def hfu(self) -> float: ...
 
 
-def default_flops_counted(attention: str) -> FlopsCounted:
+def default_flops_counted(attention: str, recompute_stated: bool) -> FlopsCounted:
     """The FLOPs convention of a case that states none (see the module docstring)."""
-    return "hardware" if attention == "unfused" else "model"
+    return "hardware" if attention == "unfused" and recompute_stated else "model"
 
 
 def predicted_figures(est: _Estimate, counted: FlopsCounted) -> dict[str, float]:

@@ -139,7 +139,8 @@ def predict_training(case: Case) -> dict[str, float]:
                           f"{res.smallest_misfit.memory.total / 2**30:.0f} GiB per GPU)")
             raise Unsupported(f"training: {reason}")
         est = res.best
-    return predicted_figures(est, tr.flops_counted or default_flops_counted(tr.attention)) | {
+    counted = tr.flops_counted or default_flops_counted(tr.attention, tr.recompute is not None)
+    return predicted_figures(est, counted) | {
         "_compute_share": est.terms["compute"] / est.step_s}
 
 
@@ -159,7 +160,7 @@ def defaults_taken(case: Case) -> list[str]:
     if tr.attention == "flash":
         out.append(f"attention: flash = {frameworks.get(fw).attention}, {fw}'s fused kernel")
     if tr.flops_counted is None and any(k in case.measured for k in ("tflops_per_gpu", "mfu")):
-        counted = default_flops_counted(tr.attention)
+        counted = default_flops_counted(tr.attention, tr.recompute is not None)
         out.append(f"flops_counted: {counted} (recompute {'' if counted == 'hardware' else 'not '}counted; "
                    "validate/conventions.py)")
     return out
