@@ -45,6 +45,7 @@ class Layout(Open):
     attention_kernel: str = "default"
     framework: str = "megatron"
     shard_group: int = 0
+    torch_compile: bool | None = None
     stage_layers: list[int] = Field(default_factory=list)
 
 

@@ -91,7 +91,8 @@ class PlanLayout(BaseModel):
     framework: Literal["megatron", "nemo", "deepspeed", "fsdp", "torchtitan", "nanotron"] = "megatron"
     attention_kernel: Annotated[str, Field(pattern=r"^[a-z0-9_]{1,32}$")] = "default"   # attention.py names
     shard_group: Annotated[StrictInt, Field(ge=0, le=MAX_BIG)] = 0          # HSDP shard group; 0: all of dp x cp
-    stage_layers: Annotated[list[Annotated[StrictInt, Field(ge=0, le=100_000)]], Field(max_length=4096)] = []
+    torch_compile: StrictBool | None = None
+    stage_layers: list[Annotated[StrictInt, Field(ge=0, le=100_000)]] = Field(default_factory=list, max_length=4096)
 
     @model_validator(mode="after")
     def _extras(self) -> PlanLayout:

@@ -28,7 +28,7 @@ from gpucluster.specs.workload import TransformerSpec
 # Layout); the search never chooses them.
 STACK = ("overlap_dp_comm", "overlap_tp_comm", "moe_overlap", "moe_dispatcher", "moe_fp8_dispatch", "moe_imbalance",
          "zero3_prefetch_params", "pp_embedding_layer", "pp_loss_layer", "framework", "attention_kernel",
-         "shard_group", "stage_layers")
+         "shard_group", "stage_layers", "torch_compile")
 SEARCHED = ("tp", "pp", "dp", "cp", "ep", "interleave", "micro_batch", "sequence_parallel", "recompute", "zero",
             "offload_optimizer")
 MICRO_BATCHES = (1, 2, 4, 8)
@@ -86,6 +86,8 @@ def search(spec: TransformerSpec, fabric: TrainingFabric, gpus: int, global_batc
     hbm = fabric.gpu.hbm_bytes
     shared: dict[tuple, Any] = {}  # memory terms that several layouts share (MemoryTerms)
     stack_fixed = {k: fixed[k] for k in STACK if k in fixed and fixed[k] != "framework"}
+    stack_fixed.setdefault("moe_dispatcher", fw.moe_dispatcher)    # the framework's MoE defaults
+    stack_fixed.setdefault("moe_overlap", fw.moe_overlap)
     # What every layout of this search has; each one is this with its own dimensions (_with).
     template = Layout(global_batch=global_batch, precision=fixed.get("precision", precision),
                       flash_attention=fixed.get("flash_attention", flash_attention), **stack_fixed)

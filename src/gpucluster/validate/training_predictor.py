@@ -28,8 +28,7 @@ from gpucluster.validate.predictors import Unsupported, fabric_for, predictors, 
 # asynchronously by design. (`plan train` instead assumes the tuned stack it recommends:
 # overlap on.) The framework and the FLOPs convention have rules of their own below.
 STACK_DEFAULTS: dict[str, Any] = {"attention": "flash", "overlap_dp_comm": "framework", "overlap_tp_comm": False,
-                                  "moe_overlap": "none", "moe_dispatcher": "alltoall", "moe_fp8_dispatch": False,
-                                  "moe_imbalance": 1.0, "zero3_prefetch_params": 5e8}
+                                  "moe_fp8_dispatch": False, "moe_imbalance": 1.0, "zero3_prefetch_params": 5e8}
 # `attention`: "flash" is the framework's default fused kernel (frameworks.Framework.attention),
 # "unfused" the s x s scores in HBM, the others a named kernel (model/training/attention.py).
 ATTENTION = ("flash", "unfused", "flash2", "flash3", "cudnn")
@@ -60,8 +59,9 @@ class Training(BaseModel):
     flops_counted: Literal["model", "hardware"] | None = None
     overlap_dp_comm: bool | Literal["framework"] = STACK_DEFAULTS["overlap_dp_comm"]
     overlap_tp_comm: bool = STACK_DEFAULTS["overlap_tp_comm"]
-    moe_overlap: Literal["none", "dualpipe"] = STACK_DEFAULTS["moe_overlap"]
-    moe_dispatcher: Literal["alltoall", "deepep"] = STACK_DEFAULTS["moe_dispatcher"]
+    moe_overlap: Literal["none", "dualpipe"] | None = None          # default: the framework's
+    moe_dispatcher: Literal["alltoall", "deepep"] | None = None     # default: the framework's
+    torch_compile: bool | None = None                               # default: the framework's
     moe_fp8_dispatch: bool = STACK_DEFAULTS["moe_fp8_dispatch"]
     moe_imbalance: float = Field(STACK_DEFAULTS["moe_imbalance"], ge=1.0, le=64.0)
     zero3_prefetch_params: float = Field(STACK_DEFAULTS["zero3_prefetch_params"], ge=1.0, le=1e15)
@@ -88,14 +88,16 @@ LAYOUT_FIELDS = {"tp", "pp", "dp", "cp", "ep", "interleave", "micro_batch", "seq
 
 def default_framework(tr: Training) -> str:
     """The framework of a case that names none (documented in docs/training.md), from stated
-    fields only: a run that shards with zero: 3 and no pipeline (pp 1 or not stated) is a
-    PyTorch FSDP-style trainer (`fsdp`: FSDP, FSDP2, lit-gpt), unless it states unfused
-    attention, which dates it before FlashAttention (mid-2022), when ZeRO-3 meant DeepSpeed's
-    (`deepspeed`); every other run is Megatron-LM / Megatron-Core (`megatron`)."""
+    fields only. A run that shards with zero: 3 and no pipeline (pp 1 or not stated) is a
+    PyTorch FSDP-style trainer (`fsdp`: FSDP, FSDP2, fairscale, lit-gpt), unless it states
+    unfused attention without tensor parallelism: before FlashAttention (2022 and earlier)
+    ZeRO-3 without model parallelism was DeepSpeed's (`deepspeed`), while ZeRO-3 beside
+    Megatron tensor parallelism was fairscale's FSDP (metaseq). Every other run is
+    Megatron-LM / Megatron-Core (`megatron`)."""
     if tr.framework is not None:
         return tr.framework
     if tr.zero == 3 and (tr.pp or 1) == 1:
-        return "deepspeed" if tr.attention == "unfused" else "fsdp"
+        return "deepspeed" if tr.attention == "unfused" and (tr.tp or 1) == 1 else "fsdp"
     return frameworks.DEFAULT_FRAMEWORK
 
 
@@ -155,7 +157,7 @@ def defaults_taken(case: Case) -> list[str]:
     fw = default_framework(tr)
     if tr.framework is None:
         why = {"fsdp": "zero: 3 without pipeline parallelism",
-               "deepspeed": "zero: 3 without pipeline parallelism, unfused attention"}.get(fw, "the default stack")
+               "deepspeed": "zero: 3, unfused attention, no model parallelism"}.get(fw, "the default stack")
         out.append(f"framework: {fw} ({why}; docs/training.md)")
     if tr.attention == "flash":
         out.append(f"attention: flash = {frameworks.get(fw).attention}, {fw}'s fused kernel")
@@ -172,6 +174,9 @@ def stated_layout(spec: TransformerSpec, tr: Training) -> dict[str, Any]:
     skip = {"global_batch", "attention", "framework", "pipeline_layout", "flops_counted"}
     given: dict[str, Any] = {k: v for k, v in tr.model_dump().items() if v is not None and k not in skip}
     given["framework"] = fw = default_framework(tr)
+    stack = frameworks.get(fw)
+    given.setdefault("moe_dispatcher", stack.moe_dispatcher)
+    given.setdefault("moe_overlap", stack.moe_overlap)
     given["flash_attention"] = tr.attention != "unfused"
     given["attention_kernel"] = "default" if tr.attention in ("flash", "unfused") else tr.attention
     if not spec.is_moe:
@@ -184,5 +189,5 @@ def stated_layout(spec: TransformerSpec, tr: Training) -> dict[str, Any]:
         given.setdefault("interleave", max(1, len(stages) // pp))
     _pipeline_accounting(spec, given)
     if given.get("overlap_dp_comm") == "framework" and "zero" in given:
-        given["overlap_dp_comm"] = given["zero"] >= 3 or frameworks.get(fw).overlap_dp_comm
+        given["overlap_dp_comm"] = given["zero"] >= 3 or stack.overlap_dp_comm
     return given

@@ -108,3 +108,12 @@ def test_an_explicit_pipeline_layout_is_checked_against_the_model():
     assert estimate(spec, lay, A100_IB).step_s > 0
     assert problems(spec, lay.with_(stage_layers=stages[:-1]), 8)            # 15 stages for pp x v = 16
     assert problems(spec, lay.with_(stage_layers=(4,) * 16), 8)              # 64 layers, the model has 61
+
+
+def test_torch_compile_fuses_what_eager_pytorch_runs_op_by_op():
+    def fwd(framework: str, compiled: bool | None) -> float:
+        return layer_kernels(LLAMA7B, "A100-SXM4-80GB", "bf16", 2, 1, 1, False, 1, 4096, None, True,
+                             framework=framework, torch_compile=compiled).forward()
+    assert fwd("torchtitan", True) == fwd("megatron", None) < fwd("torchtitan", None)
+    eager = memory(LLAMA7B, _fsdp(8), 80e9, 4096).activations
+    assert memory(LLAMA7B, _fsdp(8, torch_compile=True), 80e9, 4096).activations < eager

@@ -121,6 +121,12 @@ def get(name: str) -> Framework:
         raise ValueError(f"unknown framework {name!r}; valid: {', '.join(FRAMEWORKS)}") from None
 
 
+def fused(fw: Framework, torch_compile: bool | None = None) -> bool:
+    """Whether the element-wise chains run as fused kernels: the framework's own fused kernels,
+    or torch.compile (on by the framework's default, or as the run states it)."""
+    return fw.fused_elementwise or (fw.torch_compile if torch_compile is None else torch_compile)
+
+
 def dp_bucket_params(fw: Framework, dp: int) -> float:
     """Parameters per gradient bucket of the data-parallel reduction."""
     if fw.dp_bucket_params:

@@ -84,11 +84,12 @@ class LayerKernels:
 def layer_kernels(spec: TransformerSpec, gpu_name: str, precision: str, micro_batch: int, tp: int, cp: int,
                   sp: bool, ep: int, seq_len: int, dense: bool | None, flash: bool,
                   imbalance: float = 1.0, etp: int | None = None, *, kernel: str = "default",
-                  framework: str = "megatron") -> LayerKernels:
+                  framework: str = "megatron", torch_compile: bool | None = None) -> LayerKernels:
     """`kernel`: the fused attention kernel (Layout.attention_kernel); `framework`: the stack
-    (Layout.framework), whose fusion and host cost per op differ."""
+    (Layout.framework), whose fusion and host cost per op differ; `torch_compile`: stated, or
+    None for the framework's default."""
     fw = frameworks.get(framework)
-    fused = fw.fused_elementwise or fw.torch_compile
+    fused = frameworks.fused(fw, torch_compile)
     norm_f, norm_k = (1.0, 1) if fused else EAGER_NORM
     act_f, act_k = (1.0, 1) if fused else EAGER_ACTIVATION
     res_f, res_k = (1.0, 1) if fused else EAGER_RESIDUAL

@@ -42,6 +42,7 @@ class Layout:
     attention_kernel: str = "default"  # the fused kernel by generation (model/training/attention.py); "default": the stack's
     framework: str = "megatron"  # the training stack (model/training/frameworks.py): fusion, host cost, overlap defaults
     shard_group: int = 0         # HSDP: GPUs a ZeRO-3 shard group spans (replicated across groups); 0: all of dp x cp
+    torch_compile: bool | None = None  # torch.compile fuses element-wise chains; None: the framework's default
     overlap_dp_comm: bool = True  # gradient reduction / ZeRO gathers overlap compute (Megatron --overlap-grad-reduce)
     overlap_tp_comm: bool = False  # TP collectives overlap GEMMs (Transformer Engine userbuffers --tp-comm-overlap)
     moe_overlap: Literal["none", "dualpipe"] = "none"  # EP all-to-all hidden behind another micro batch
@@ -102,6 +103,7 @@ class Layout:
         parts += [f"attention={self.attention_kernel}"] if self.attention_kernel != "default" else []
         parts += [f"stages={'|'.join(map(str, self.stage_layers))}"] if self.stage_layers else []
         parts += [f"framework={self.framework}"] if self.framework != "megatron" else []
+        parts += [f"compile={'on' if self.torch_compile else 'off'}"] if self.torch_compile is not None else []
         return " ".join(parts)
 
     def to_dict(self) -> dict:
