@@ -127,10 +127,14 @@ def fused(fw: Framework, torch_compile: bool | None = None) -> bool:
     return fw.fused_elementwise or (fw.torch_compile if torch_compile is None else torch_compile)
 
 
-def dp_bucket_params(fw: Framework, dp: int) -> float:
+def dp_bucket_params(fw: Framework, dp: int, overlap: bool = True) -> float:
     """Parameters per gradient bucket of the data-parallel reduction."""
     if fw.dp_bucket_params:
         return fw.dp_bucket_params
+    if not overlap:
+        # Megatron-Core DDP without --overlap-grad-reduce keeps one bucket (bucket_size None), as
+        # Megatron-LM's contiguous gradient buffer did: one collective after the backward.
+        return float("inf")
     return max(40e6, 1e6 * dp)  # Megatron-Core: larger DP groups get larger buckets (latency)
 
 

@@ -237,7 +237,7 @@ def _dp_exposed(spec: TransformerSpec, lay: Layout, fab: TrainingFabric, t_f: fl
         if fw.zero3 == "per_parameter":
             return _zero3_exposed(spec, lay, fab, n, stride, stage_layers, compute_f, layer_compute)
         return _fsdp_exposed(spec, lay, fab, n, stride, stage_layers, compute_f, layer_compute)
-    bucket = frameworks.dp_bucket_params(fw, n)
+    bucket = frameworks.dp_bucket_params(fw, n, lay.overlap_dp_comm)
     if not lay.overlap_dp_comm:
         t_b = t_f = 0.0  # gradients reduced (and weights gathered) after the backward, not during it
     if lay.zero == 0:
@@ -253,8 +253,8 @@ def _dp_exposed(spec: TransformerSpec, lay: Layout, fab: TrainingFabric, t_f: fl
 def _bucketed(fab: TrainingFabric, op: str, params_: float, bucket: float, nbytes: int, n: int,
               stride: int) -> tuple[float, float]:
     """(all buckets, the last one) of `op` over `params_` parameters in buckets of `bucket`."""
-    full = int(params_ // bucket)
-    rest = params_ - full * bucket
+    full = int(params_ // bucket) if bucket < params_ else 0
+    rest = params_ - full * bucket if full else params_
     one = fab.time_s(op, bucket * nbytes, n, stride) if full else 0.0
     tail = fab.time_s(op, rest * nbytes, n, stride) if rest > 0 else 0.0
     return full * one + tail, tail or one
