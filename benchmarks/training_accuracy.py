@@ -22,6 +22,7 @@ from gpucluster.validate.runner import load_file, run_file
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "validation"
 DEFAULT = [SHARED / "training-public.yaml", SHARED / "training-vtrain-single-public.yaml",
+           SHARED / "training-sharded-public.yaml",
            *sorted((ROOT / "validation").glob("training-*.yaml"))]
 FASTER_IS_LOWER = {"iteration_s"}
 

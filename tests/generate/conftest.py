@@ -19,7 +19,7 @@ PLANS = {
                "--layout", "tp=8,pp=32"),
     # The demo's 70B plan with no TP/PP: ZeRO-3 (282 GB per GPU without it).
     "zero3": ("--cluster", "examples/h200-256-ndr400.yaml", "--model", "llama3-70b", "--tokens", "2T",
-              "--layout", "tp=1,pp=1,zero=3"),
+              "--layout", "tp=1,pp=1,cp=1,zero=3"),
     "cp": ("--gpu", "H100:8", "--nodes", "8", "--model", "llama3-8b", "--tokens", "100B", "--seq-len", "65536",
            "--layout", "tp=2,pp=2,cp=4", "--top", "20"),
     "grid70": ("--gpu", "H100:8", "--nodes", "32", "--model", "llama3-70b", "--tokens", "1T", "--top", "40"),

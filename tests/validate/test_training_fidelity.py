@@ -13,7 +13,7 @@ from gpucluster.model.training.step import estimate
 from gpucluster.model.training.fabric import TrainingFabric
 from gpucluster.specs.validation_case import Case
 from gpucluster.specs.workload import TransformerSpec
-from gpucluster.validate.runner import run_file
+from gpucluster.validate.runner import load_file, run_file
 from gpucluster.validate.training_predictor import predict_training
 
 CASE: dict[str, Any] = {
@@ -52,9 +52,12 @@ def test_zero3_gathers_are_exposed_when_communication_outlasts_a_layer():
     spec = TransformerSpec(layers=96, hidden=12288, heads=96, vocab=51200, seq_len=2048)
     fab = TrainingFabric("A100-SXM4-80GB", 8, 8, "InfiniBand", 25.0)
     lay = Layout(dp=1536, micro_batch=1, global_batch=1536, recompute="full", zero=3, precision="fp16",
-                 flash_attention=False)
+                 flash_attention=False, framework="deepspeed")
     est = estimate(spec, lay, fab)
     assert est.terms["dp_comm"] > est.terms["compute"]          # Narayanan 2021: 44 TFLOP/s at 1536 GPUs
+    # FSDP's one flat parameter per block is not latency-bound there: compute hides most of it.
+    fsdp = estimate(spec, lay.with_(framework="fsdp"), fab)
+    assert fsdp.terms["dp_comm"] < 0.5 * fsdp.terms["compute"]
     assert estimate(spec, lay.with_(overlap_dp_comm=False), fab).step_s > est.step_s
 
 
@@ -136,16 +139,25 @@ def test_zero3_weights_larger_than_the_prefetch_window_are_gathered_on_the_criti
     assert max(weight_tensors(gpt3)) > 5e8          # the 4h x h MLP matrices: 604M parameters
     fab = TrainingFabric("A100-SXM4-80GB", 8, 8, "InfiniBand", 25.0)
     lay = Layout(dp=384, micro_batch=4, global_batch=1536, recompute="full", zero=3, precision="fp16",
-                 flash_attention=False)
+                 flash_attention=False, framework="deepspeed")
     default = estimate(gpt3, lay, fab)
     fsdp_like = estimate(gpt3, lay.with_(zero3_prefetch_params=1e12), fab)   # prefetch a whole layer
     assert default.terms["dp_comm"] > 2 * fsdp_like.terms["dp_comm"]
 
 
-def test_training_public_zero3_rows_within_25_percent(shared_dir):
-    rows = {r.id: r for r in run_file(shared_dir / "validation" / "training-public.yaml")}
-    zero3 = [r for i, r in rows.items() if "zero3" in i]
-    assert zero3 and all(r.error is not None and abs(r.error) <= 0.25 for r in zero3), [(r.id, r.error) for r in zero3]
+def test_training_public_zero3_rows_within_25_percent_under_deepspeeds_rules(shared_dir):
+    # Narayanan et al. 2021 ran DeepSpeed ZeRO-3 and counted recompute in their TFLOP/s; the
+    # shared file does not say so (the documented defaults are fsdp and model FLOPs), so the
+    # rows are predicted here with the two fields stated.
+    vf = load_file(shared_dir / "validation" / "training-public.yaml")
+    zero3 = [c for c in vf.cases if getattr(c, "training", {}).get("zero") == 3]
+    assert zero3
+    for c in zero3:
+        data = c.model_dump()
+        data["training"] = {**data["training"], "framework": "deepspeed", "flops_counted": "hardware"}
+        got = predict_training(Case.model_validate(data))["tflops_per_gpu"]
+        want = c.measured["tflops_per_gpu"]
+        assert abs(got / want - 1) <= 0.25, (c.id, got, want)
 
 
 def test_a_case_without_dp_overlap_takes_the_frameworks_default_by_zero_stage():

@@ -19,12 +19,20 @@ def train(
     tokens: Annotated[Optional[str], typer.Option(help="Tokens to train on, e.g. 15T, 300B (default: 20 per parameter)")] = None,
     global_batch: Annotated[Optional[int], typer.Option(help="Sequences per optimizer step (default: ~4M tokens)")] = None,
     seq_len: Annotated[Optional[int], typer.Option(help="Sequence length (default: the model's)")] = None,
-    layout: Annotated[Optional[str], typer.Option(help="Fix dimensions, e.g. tp=8,pp=16,recompute=selective,zero=1")] = None,
+    layout: Annotated[Optional[str], typer.Option(
+        help="Fix dimensions, e.g. tp=8,pp=16,recompute=selective,zero=1; an explicit pipeline as "
+             "pipeline_layout=Et*3|(tt|)*29|m|L (Megatron-Core) or pipeline_layout=3|2|...|2 (layers per stage)")] = None,
     precision: Annotated[str, typer.Option(help="bf16, fp16 or fp8")] = "bf16",
     top: Annotated[int, typer.Option(help="How many layouts to show")] = 5,
     tp_across_domains: Annotated[bool, typer.Option(help="Allow tensor parallelism across NVLink domains")] = False,
     attention: Annotated[Optional[str], typer.Option(
-        help="Attention kernel: flash (FlashAttention/cuDNN fused; default) or unfused (scores in HBM)")] = None,
+        help="Attention kernel: flash (the framework's fused kernel; default), flash2, flash3, cudnn, "
+             "or unfused (scores in HBM)")] = None,
+    framework: Annotated[Optional[str], typer.Option(
+        help="Training stack: megatron (default), nemo, deepspeed, fsdp, torchtitan, nanotron "
+             "(docs/training.md: what each fuses, overlaps and shards)")] = None,
+    shard_group: Annotated[Optional[int], typer.Option(
+        help="HSDP: GPUs one ZeRO-3 shard group spans, replicated across groups (default: all data-parallel GPUs)")] = None,
     dp_overlap: Annotated[Optional[bool], typer.Option(
         "--dp-overlap/--no-dp-overlap", help="Gradient reduction and ZeRO gathers overlap compute (default: on)")] = None,
     tp_overlap: Annotated[Optional[bool], typer.Option(
@@ -43,7 +51,8 @@ def train(
                         nics_per_node=nics_per_node, tokens=tokens, global_batch=global_batch, seq_len=seq_len,
                         layout=parse_layout(layout) if layout else None, precision=precision, top=top,
                         tp_across_domains=tp_across_domains, attention=attention, dp_overlap=dp_overlap,
-                        tp_overlap=tp_overlap, moe_overlap=moe_overlap)
+                        tp_overlap=tp_overlap, moe_overlap=moe_overlap, framework=framework,
+                        shard_group=shard_group)
     meta = result.meta()
     if json_out:
         render_json(result, meta)

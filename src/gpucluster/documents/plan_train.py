@@ -42,6 +42,11 @@ class Layout(Open):
     moe_imbalance: Num = 1.0
     pp_embedding_layer: bool = False
     pp_loss_layer: bool = False
+    attention_kernel: str = "default"
+    framework: str = "megatron"
+    shard_group: int = 0
+    torch_compile: bool | None = None
+    stage_layers: list[int] = Field(default_factory=list)
 
 
 class Target(Strict):

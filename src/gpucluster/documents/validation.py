@@ -13,7 +13,7 @@ SCHEMA: Final = "gpucluster-validate/v1"
 
 
 class Case(Strict):
-    OMIT_NONE = ("reason", "interval", "covered")
+    OMIT_NONE = ("reason", "interval", "covered", "defaults")
 
     id: str
     kind: str
@@ -29,6 +29,8 @@ class Case(Strict):
                                                          "(catalog/data/intervals.yaml); absent for kinds without one")
     covered: bool | None = Field(None, description="the measured value lies inside the interval")
     interval_in_sample: bool = Field(False, description="the interval table was calibrated on this file's cases")
+    defaults: list[str] | None = Field(None, description="documented defaults taken for stack settings the case "
+                                                         "does not state (framework, attention kernel, FLOPs count)")
 
 
 class Coverage(Strict):

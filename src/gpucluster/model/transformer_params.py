@@ -25,6 +25,8 @@ bias (a buffer, not a trained weight), rotary frequencies.
 
 from __future__ import annotations
 
+import re
+
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 
@@ -161,15 +163,52 @@ def check_layout(spec: TransformerSpec, tp: int = 1, pp: int = 1, cp: int = 1, e
         raise UserError("; ".join(problems), field="layout")
 
 
-def stage_layer_counts(layers: int, pp: int, embedding_layer: bool = False, loss_layer: bool = False) -> list[int]:
+def stage_layer_counts(layers: int, pp: int, embedding_layer: bool = False, loss_layer: bool = False,
+                       stages: tuple[int, ...] = ()) -> list[int]:
     """Transformer layers per pipeline stage, as even as possible. When pp does not divide the
     layers, the extra layers go to the middle stages first (the first stage also holds the
     embedding and the most in-flight activations, the last one the logits), then to the last,
     then the first. With Megatron-Core's --account-for-embedding-in-pipeline-split and
     --account-for-loss-in-pipeline-split the embedding and the loss count as one layer each
     (Llama 3.1 405B: 126 layers + 2 = 128 on pp 8 x interleave 8): the first stage then holds
-    one transformer layer fewer, the last one too."""
+    one transformer layer fewer, the last one too.
+
+    `stages`: an explicit layout, the transformer layers of each virtual stage in schedule
+    order (virtual stage i runs on rank i % pp; parse_pipeline_layout reads Megatron-Core's
+    string); it replaces the even split."""
+    if stages:
+        counts = [0] * pp
+        for i, n in enumerate(stages):
+            counts[i % pp] += n
+        return counts
     return list(_stage_layer_counts(layers, pp, embedding_layer, loss_layer))  # a copy: callers may change it
+
+
+_REPEAT = re.compile(r"\(([^()]*)\)\*(\d+)")
+_TOKEN_REPEAT = re.compile(r"([EtmL])\*(\d+)")
+
+
+def parse_pipeline_layout(text: str) -> tuple[int, ...]:
+    """Transformer layers per virtual stage of Megatron-Core's --pipeline-model-parallel-layout
+    (e.g. "Et*3|(tt|)*29,m|L": stages split by `|`, `t` a transformer layer, `E` the embedding,
+    `L` the loss, `m` a multi-token-prediction layer, `X*n` and `(...)*n` repeats; `,` is
+    ignored). Only `t` counts: the embedding and loss sit on the first and last stage, and MTP
+    layers are not among the model's `layers`. A list of numbers ("3|2|...|2") gives the layers
+    of each stage directly. A malformed string raises ValueError."""
+    parts = [p.strip() for p in text.split("|")]
+    if all(p.isdigit() for p in parts):
+        return tuple(int(p) for p in parts)
+    s = text.replace(",", "").replace(" ", "")
+    while True:
+        expanded = _REPEAT.sub(lambda m: m.group(1) * int(m.group(2)), s)
+        if expanded == s:
+            break
+        s = expanded
+    s = _TOKEN_REPEAT.sub(lambda m: m.group(1) * int(m.group(2)), s)
+    if not s or set(s) - set("EtmL|"):
+        raise ValueError(f"pipeline layout {text!r}: expected stages of E, t, m, L split by '|' "
+                         "(Megatron-Core --pipeline-model-parallel-layout)")
+    return tuple(stage.count("t") for stage in s.split("|"))
 
 
 @lru_cache(maxsize=4096)

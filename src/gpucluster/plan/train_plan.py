@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpucluster.errors import UserError
+from gpucluster.model.training import frameworks
 from gpucluster.model.training.layout import Layout, problems
 from gpucluster.model.training.step import Estimate, estimate
 from gpucluster.model.transformer_flops import model_flops_per_iteration
@@ -44,8 +45,11 @@ class TrainingPlan:
 
     def meta(self) -> dict[str, Any]:
         """What the renderers print beside the plan."""
+        fw = self.fixed.get("framework")
         return {"tokens_source": self.tokens_source, "global_batch_source": self.global_batch_source,
-                "params": self.params}
+                "params": self.params,
+                "framework": fw or f"{frameworks.DEFAULT_FRAMEWORK} (default; --framework)",
+                "framework_summary": frameworks.get(fw or frameworks.DEFAULT_FRAMEWORK).summary()}
 
     @property
     def best(self) -> Estimate:
@@ -115,6 +119,12 @@ def plan_training(spec: TransformerSpec, target: PlanTarget, global_batch: int, 
     fixed = dict(fixed or {})
     fixed.setdefault("precision", precision)
     require_precision(target.fabric.gpu, fixed["precision"])
+    if not spec.is_moe:
+        fixed.setdefault("ep", 1)   # a dense model has no expert parallelism to choose
+    try:
+        frameworks.get(fixed.get("framework", frameworks.DEFAULT_FRAMEWORK))
+    except ValueError as exc:
+        raise UserError(str(exc), field="--framework") from None
     if FULL_LAYOUT <= fixed.keys():
         res = _explicit(spec, target, global_batch, seq_len, fixed)
     else:

@@ -11,6 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from gpucluster.errors import UserError
+from gpucluster.model.training.frameworks import FRAMEWORKS
+from gpucluster.model.transformer_params import parse_pipeline_layout
 from gpucluster.plan.fabric_from import from_options
 from gpucluster.plan.train_plan import (CHINCHILLA_TOKENS_PER_PARAM, DEFAULT_BATCH_TOKENS, TrainingPlan, plan_training,
                                        require_precision)
@@ -19,16 +21,20 @@ from gpucluster.specs.workload import TransformerSpec, load_model_spec, model_pr
 PRECISIONS = ("bf16", "fp16", "fp8")
 # Stack settings with a flag of their own (also accepted as layout keys), and their allowed values.
 STACK_FLAGS = {"attention": "--attention", "overlap_dp_comm": "--dp-overlap", "overlap_tp_comm": "--tp-overlap",
-               "moe_overlap": "--moe-overlap"}
-CHOICES = {"recompute": ("none", "selective", "full"), "attention": ("flash", "unfused"),
-           "moe_overlap": ("none", "dualpipe"), "moe_dispatcher": ("alltoall", "deepep")}
+               "moe_overlap": "--moe-overlap", "framework": "--framework", "shard_group": "--shard-group"}
+# attention: "flash" is the framework's default fused kernel, the others name one (attention.py).
+ATTENTION = ("flash", "unfused", "flash2", "flash3", "cudnn")
+CHOICES = {"recompute": ("none", "selective", "full"), "attention": ATTENTION,
+           "moe_overlap": ("none", "dualpipe"), "moe_dispatcher": ("alltoall", "deepep"),
+           "framework": tuple(FRAMEWORKS)}
 
 LAYOUT_KEYS = {"tp": int, "pp": int, "dp": int, "cp": int, "ep": int, "etp": int, "interleave": int, "v": int,
                "micro_batch": int, "mb": int, "sequence_parallel": bool, "sp": bool, "recompute": str, "zero": int,
                "offload_optimizer": bool, "offload": bool, "attention": str, "overlap_dp_comm": bool,
                "overlap_tp_comm": bool, "moe_overlap": str, "moe_dispatcher": str, "moe_fp8_dispatch": bool,
                "moe_imbalance": float, "zero3_prefetch_params": float, "pp_embedding_layer": bool,
-               "pp_loss_layer": bool}
+               "pp_loss_layer": bool, "framework": str, "shard_group": int, "pipeline_layout": str,
+               "torch_compile": bool}
 FLOAT_RANGE = {"moe_imbalance": (1.0, 64.0), "zero3_prefetch_params": (1.0, 1e15)}
 ALIASES = {"v": "interleave", "mb": "micro_batch", "sp": "sequence_parallel", "offload": "offload_optimizer"}
 
@@ -57,14 +63,20 @@ def parse_layout(text: str) -> dict[str, Any]:
                 parsed = int(value)
                 if parsed < (0 if key == "zero" else 1):
                     raise ValueError
+            elif key == "pipeline_layout":
+                parsed = parse_pipeline_layout(value)
             else:
                 parsed = value
-        except ValueError:
+        except ValueError as exc:
+            if key == "pipeline_layout":
+                raise UserError(str(exc), field="--layout") from None
             what = (("positive integer" if kind is int else kind.__name__) if kind is not float
                     else "number from {:g} to {:g}".format(*FLOAT_RANGE[key]))
             raise UserError(f"{key}={value!r} is not a valid {what}",
                             field="--layout") from None
         fixed[ALIASES.get(key, key)] = parsed
+    if "pipeline_layout" in fixed:
+        fixed["stage_layers"] = fixed.pop("pipeline_layout")
     for key, allowed in CHOICES.items():
         if key in fixed and fixed[key] not in allowed:
             raise UserError(f"{key} must be {', '.join(allowed)}, got {fixed[key]!r}", field="--layout")
@@ -116,7 +128,12 @@ def merge_stack(fixed: dict[str, Any], stack: dict[str, Any]) -> dict[str, Any]:
             raise UserError(f"{flag} says {value} but --layout says {key}={out[key]}", field=flag)
         out[key] = value
     if "attention" in out:
-        out["flash_attention"] = out.pop("attention") == "flash"
+        kernel = out.pop("attention")
+        out["flash_attention"] = kernel != "unfused"
+        if kernel not in ("flash", "unfused"):
+            out["attention_kernel"] = kernel
+    if "stage_layers" in out and "interleave" not in out:
+        out["interleave"] = max(1, len(out["stage_layers"]) // out.get("pp", 1))
     return out
 
 
@@ -126,7 +143,8 @@ def plan_train(model: str | TransformerSpec, *, cluster: str | None = None, pool
                seq_len: int | None = None, layout: dict[str, Any] | str | None = None, precision: str = "bf16",
                top: int = 5, tp_across_domains: bool = False, attention: str | None = None,
                dp_overlap: bool | None = None, tp_overlap: bool | None = None,
-               moe_overlap: str | None = None) -> TrainingPlan:
+               moe_overlap: str | None = None, framework: str | None = None,
+               shard_group: int | None = None) -> TrainingPlan:
     """Plan a training run: the best layouts, step time, memory, time and GPU-hours, and what the
     figures rest on (`plan.confidence`). Bad input raises `UserError` naming the field."""
     spec = model if isinstance(model, TransformerSpec) else load_model_spec(model)
@@ -147,8 +165,11 @@ def plan_train(model: str | TransformerSpec, *, cluster: str | None = None, pool
         raise UserError(f"must be >= 1, got {gbs}", field="--global-batch")
     if isinstance(layout, str):
         layout = parse_layout(layout)
+    if shard_group is not None and shard_group < 1:
+        raise UserError(f"must be >= 1, got {shard_group}", field="--shard-group")
     fixed = merge_stack(layout or {}, {"attention": attention, "overlap_dp_comm": dp_overlap,
-                                       "overlap_tp_comm": tp_overlap, "moe_overlap": moe_overlap})
+                                       "overlap_tp_comm": tp_overlap, "moe_overlap": moe_overlap,
+                                       "framework": framework, "shard_group": shard_group})
     plan = plan_training(spec, target, gbs, budget, s, fixed=fixed, top=top, precision=precision,
                          tp_across_domains=tp_across_domains)
     plan.tokens_source = tokens_source

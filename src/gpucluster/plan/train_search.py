@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
+from gpucluster.model.training import frameworks
 from gpucluster.model.training.fabric import TrainingFabric
 from gpucluster.model.training.layout import Layout, options_problems, shape_problems
 from gpucluster.model.training.memory import Memory, MemoryTerms
@@ -26,7 +27,8 @@ from gpucluster.specs.workload import TransformerSpec
 # Settings of the software stack: a user states them (or takes the documented defaults of
 # Layout); the search never chooses them.
 STACK = ("overlap_dp_comm", "overlap_tp_comm", "moe_overlap", "moe_dispatcher", "moe_fp8_dispatch", "moe_imbalance",
-         "zero3_prefetch_params", "pp_embedding_layer", "pp_loss_layer")
+         "zero3_prefetch_params", "pp_embedding_layer", "pp_loss_layer", "framework", "attention_kernel",
+         "shard_group", "stage_layers", "torch_compile")
 SEARCHED = ("tp", "pp", "dp", "cp", "ep", "interleave", "micro_batch", "sequence_parallel", "recompute", "zero",
             "offload_optimizer")
 MICRO_BATCHES = (1, 2, 4, 8)
@@ -80,9 +82,12 @@ def search(spec: TransformerSpec, fabric: TrainingFabric, gpus: int, global_batc
         result.rejected[f"{fabric.gpu.name} has no {p}"] += 1
         return result
     fits: list[Estimate] = []
+    fw = frameworks.get(fixed.get("framework", frameworks.DEFAULT_FRAMEWORK))
     hbm = fabric.gpu.hbm_bytes
     shared: dict[tuple, Any] = {}  # memory terms that several layouts share (MemoryTerms)
     stack_fixed = {k: fixed[k] for k in STACK if k in fixed and fixed[k] != "framework"}
+    stack_fixed.setdefault("moe_dispatcher", fw.moe_dispatcher)    # the framework's MoE defaults
+    stack_fixed.setdefault("moe_overlap", fw.moe_overlap)
     # What every layout of this search has; each one is this with its own dimensions (_with).
     template = Layout(global_batch=global_batch, precision=fixed.get("precision", precision),
                       flash_attention=fixed.get("flash_attention", flash_attention), **stack_fixed)
@@ -94,7 +99,7 @@ def search(spec: TransformerSpec, fabric: TrainingFabric, gpus: int, global_batc
             if gpus % (tp * cp):
                 continue
             rest = gpus // (tp * cp)
-            pps = [p for p in _divisors(rest) if p <= spec.layers]
+            pps = [p for p in _divisors(rest) if p <= spec.layers and (p == 1 or fw.supports_pp)]
             for pp in _options("pp", fixed, pps):
                 if rest % pp:
                     result.rejected["tp x cp x pp does not divide the GPUs"] += 1
@@ -164,8 +169,9 @@ def _with(base: Layout, changes: dict[str, Any]) -> Layout:
 def _try_memory_options(spec: TransformerSpec, base: Layout, fabric: TrainingFabric, fixed: dict[str, Any],
                         s: int, hbm: float, gpus: int, result: SearchResult, fits: list[Estimate],
                         shared: dict[tuple, Any], options: tuple[list, list]) -> None:
-    zeros = [1 if base.dp * base.cp > 1 else 0]
-    if base.pp == 1 and base.dp * base.cp > 1:
+    max_zero = frameworks.get(base.framework).max_zero
+    zeros = [min(max_zero, 1) if base.dp * base.cp > 1 else 0]
+    if base.pp == 1 and base.dp * base.cp > 1 and max_zero >= 3:
         zeros.append(3)
     offloads, recomputes = options  # _options of offload_optimizer and recompute, the same for every layout
     found = False
@@ -180,7 +186,7 @@ def _try_memory_options(spec: TransformerSpec, base: Layout, fabric: TrainingFab
             for rc in recomputes:
                 result.considered += 1
                 # = problems(spec, layout, gpus, s)[0], without making the layout
-                why = shape_why or options_problems(zero, base.pp, rc)
+                why = shape_why or options_problems(zero, base.pp, rc, base.framework)
                 if why or terms is None:
                     result.rejected[why[0]] += 1
                     break
@@ -203,5 +209,6 @@ def _try_memory_options(spec: TransformerSpec, base: Layout, fabric: TrainingFab
 def _option(base: Layout, fixed: dict[str, Any], zero: int, rc: str, offload: bool) -> Layout:
     changes: dict[str, Any] = {"zero": zero, "recompute": rc, "offload_optimizer": offload}
     if fixed.get("overlap_dp_comm") == "framework":
-        changes["overlap_dp_comm"] = zero >= 3  # the frameworks' defaults by ZeRO stage
+        # The framework's default: ZeRO-3 / FSDP always prefetch and reduce asynchronously.
+        changes["overlap_dp_comm"] = zero >= 3 or frameworks.get(base.framework).overlap_dp_comm
     return _with(base, changes)

@@ -1,28 +1,64 @@
-"""How a published source counts the metric it reports: a fact about the measurement, not the run.
+"""What a measured figure counts: a field of the case (`training.flops_counted`), never its text.
 
-The predictors never read `source` or `notes` (every setting of the run is a field of
-the case, or a documented default). What a source *means* by a reported number is a
-different matter: "model TFLOP/s per GPU" excludes recompute work in Megatron, NeMo and
-Megatron-Bridge (shared/validation/README.md), but Narayanan et al. 2021 count it: their
-throughput formula (Appendix, 96 B s l h^2 (1 + s/6h + V/16lh)) includes the extra forward
-pass of activation recomputation. The comparison therefore reads `tflops_per_gpu` of
-those sources as hardware TFLOP/s. This table is the only place a source string is
-read, and only to pick which predicted figure the measured one is compared with.
+"Model TFLOP/s per GPU" and MFU count the model's FLOPs per step, divided by time and GPU
+count (and by the peak, for MFU). Sources differ on one point, whether the extra forward
+pass of activation recompute is counted:
+
+- `model`: it is not (Megatron-Core's num_floating_point_operations, NeMo, Megatron-Bridge,
+  torchtitan, nanotron, the FlashAttention papers; shared/validation/README.md).
+- `hardware`: it is. Megatron-LM's printed throughput and Narayanan et al. 2021's formula
+  (96 B s l h^2 (1 + s/6h + V/16lh): four passes, the fourth the recompute) count it,
+  as does Megatron-DeepSpeed's throughput_calculator (checkpoint_activations_factor 4).
+
+Where a case does not state it, `default_flops_counted` decides from stated fields: a case
+that states unfused attention and states its recompute dates from before FlashAttention (2022
+or earlier), when the stacks' printed throughput (Megatron-LM, Megatron-DeepSpeed, Narayanan
+et al. 2021) counted the recompute pass it ran: `hardware`. Every other case counts `model`
+FLOPs, the definition shared/validation/README.md gives ("Notes on what the sources count");
+a case that leaves its recompute to the planner cannot have counted one. The two
+coincide where nothing is recomputed. Per GPU figures
+(`tflops_per_gpu`, `tokens_per_s_per_gpu`) are per GPU by name; `iteration_s` is per step.
+Nothing here reads `source` or `notes`.
 """
 
 from __future__ import annotations
 
-import re
+from typing import Literal, Protocol
 
-# (pattern on the source string, measured metric, the predicted figure it is compared with)
-METRIC_CONVENTIONS: tuple[tuple[re.Pattern[str], str, str], ...] = (
-    (re.compile(r"narayanan\s+et\s+al\.?\s*,?\s*2021", re.IGNORECASE), "tflops_per_gpu", "hardware_tflops_per_gpu"),
-)
+FlopsCounted = Literal["model", "hardware"]
 
 
-def compared_metric(source: str | None, metric: str) -> str:
-    """The predicted figure a measured `metric` of `source` is compared with."""
-    for pattern, measured, predicted in METRIC_CONVENTIONS:
-        if measured == metric and pattern.search(source or ""):
-            return predicted
+class _Estimate(Protocol):
+    step_s: float
+
+    @property
+    def model_tflops_per_gpu(self) -> float: ...
+    @property
+    def hardware_tflops_per_gpu(self) -> float: ...
+    @property
+    def tokens_per_s_per_gpu(self) -> float: ...
+    @property
+    def mfu(self) -> float: ...
+    @property
+    def hfu(self) -> float: ...
+
+
+def default_flops_counted(attention: str, recompute_stated: bool) -> FlopsCounted:
+    """The FLOPs convention of a case that states none (see the module docstring)."""
+    return "hardware" if attention == "unfused" and recompute_stated else "model"
+
+
+def predicted_figures(est: _Estimate, counted: FlopsCounted) -> dict[str, float]:
+    """The figures a case can measure, each counted as the case's source counts it."""
+    hardware = counted == "hardware"
+    return {"iteration_s": est.step_s,
+            "tflops_per_gpu": est.hardware_tflops_per_gpu if hardware else est.model_tflops_per_gpu,
+            "model_tflops_per_gpu": est.model_tflops_per_gpu,
+            "hardware_tflops_per_gpu": est.hardware_tflops_per_gpu,
+            "tokens_per_s_per_gpu": est.tokens_per_s_per_gpu, "mfu": est.hfu if hardware else est.mfu}
+
+
+def compared_metric(metric: str) -> str:
+    """The predicted figure a measured `metric` is compared with: the same name (the predictor
+    has already applied the case's convention)."""
     return metric

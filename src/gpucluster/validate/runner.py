@@ -8,7 +8,7 @@ from pathlib import Path
 
 from gpucluster.specs.loader import load_yaml, parse_data
 from gpucluster.specs.validation_case import ValidationFile
-from gpucluster.validate import training_predictor  # noqa: F401  (registers the `training` kind)
+from gpucluster.validate import training_predictor  # registers the `training` kind; its defaults_taken
 from gpucluster.validate import inference_predictor  # noqa: F401  (registers the `inference` kind)
 from gpucluster.validate.conventions import compared_metric
 from gpucluster.validate.in_sample import in_sample
@@ -30,11 +30,13 @@ class CaseResult:
     interval: tuple[float, float] | None = None   # the prediction's calibrated interval (catalog/intervals.py)
     covered: bool | None = None                   # the measured value lies inside it
     interval_in_sample: bool = False              # the interval table was calibrated on this file
+    defaults: list[str] | None = None  # documented defaults the case took for settings it does not state
 
     def to_json(self) -> dict:
         d = asdict(self)
-        if d["reason"] is None:
-            del d["reason"]
+        for key in ("reason", "defaults"):
+            if d[key] is None:
+                del d[key]
         if d["interval"] is None:
             for k in ("interval", "covered", "interval_in_sample"):
                 del d[k]
@@ -98,14 +100,15 @@ def run_file(path: str | Path) -> list[CaseResult]:
             except ValueError as exc:  # a combination the model cannot evaluate: a reason, never a crash
                 reason = f"the model cannot evaluate this case: {exc}"
         fitted = in_sample(case, path)
+        defaults = training_predictor.defaults_taken(case) if case.kind == "training" and reason is None else None
         for metric, measured in case.measured.items():
-            value = predicted.get(compared_metric(case.source, metric))
+            value = predicted.get(compared_metric(metric))
             why = reason
             if value is None and why is None:
                 why = f"metric {metric!r} is not predicted for {case.kind} (predicted: {', '.join(predicted)})"
             error = (value - measured) / measured if value is not None else None
             results.append(CaseResult(case.id, case.kind, metric, measured, value, error, case.source,
-                                      str(path), why, fitted and value is not None,
+                                      str(path), why, fitted and value is not None, defaults=defaults,
                                       **_interval(case, metric, value, measured, path)))
     return results
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpucluster.catalog import catalog
-from gpucluster.model.training import attention
+from gpucluster.model.training import attention, frameworks
 from gpucluster.model.training.compute import GemmCurve, gemm_curve, hbm_gbps, sustained
 from gpucluster.model.training.grouped_gemm import expert_gemm_s, permute_bytes
 from gpucluster.model.training.power import clock_fraction
@@ -42,6 +42,15 @@ HOST_BLEND_POWER = 2.0          # GPU and host combine as (g^p + h^p)^(1/p): que
 BACKWARD_MEMORY_FACTOR = 2.0    # backward memory-bound kernels move ~2x the forward's bytes
 FLASH_BACKWARD_FACTOR = 2.5     # Dao 2023, FlashAttention-2 section 3.2: 5 products to 2
 BACKWARD_KERNELS_PER_FORWARD = 2.0  # data and weight gradients per GEMM; a backward per element-wise op
+# Eager PyTorch (a framework without fused element-wise kernels, frameworks.Framework.fused_elementwise,
+# and without torch.compile): the Llama reference RMSNorm runs x.float(), pow(2), mean, rsqrt, mul,
+# type_as and * weight, 7 kernels moving ~38 bytes per element where one fused kernel moves 4 (a
+# LayerNorm is one native kernel, but its bias/dropout/residual chain is not fused either); SwiGLU
+# runs silu and mul, 2 kernels and 10 bytes where the fused one moves 6; bias + dropout + residual
+# add runs as separate ops (3 kernels).
+EAGER_NORM = (38 / 4, 7)        # (bytes factor, kernels) of one norm
+EAGER_ACTIVATION = (10 / 6, 2)  # of the MLP activation
+EAGER_RESIDUAL = (1.0, 3)       # of bias + dropout + residual add
 
 
 @dataclass(frozen=True)
@@ -54,10 +63,11 @@ class LayerKernels:
     memory_s: float            # forward memory-bound kernels
     kernels: int               # forward kernels
     core_kernels: int          # forward kernels of the attention core
+    host_scale: float = 1.0    # the framework's host cost per op relative to Megatron's (frameworks.py)
 
     def host_bound(self, gpu_s: float, kernels: float) -> float:
         """A pass of `kernels` kernels that keep the GPU busy `gpu_s` seconds."""
-        host = kernels * HOST_S_PER_KERNEL
+        host = kernels * HOST_S_PER_KERNEL * self.host_scale
         p = HOST_BLEND_POWER
         return (gpu_s ** p + host ** p) ** (1 / p)
 
@@ -76,9 +86,17 @@ class LayerKernels:
 def layer_kernels(spec: TransformerSpec, gpu_name: str, precision: str, micro_batch: int, tp: int, cp: int,
                   sp: bool, ep: int, seq_len: int, dense: bool | None, flash: bool,
                   imbalance: float = 1.0, etp: int | None = None, *, kernel: str = "default",
-                  framework: str = "megatron") -> LayerKernels:
+                  framework: str = "megatron", torch_compile: bool | None = None) -> LayerKernels:
     """`kernel`: the fused attention kernel (Layout.attention_kernel); `framework`: the stack
-    (Layout.framework), whose fusion and host cost per op differ."""
+    (Layout.framework), whose fusion and host cost per op differ; `torch_compile`: stated, or
+    None for the framework's default."""
+    fw = frameworks.get(framework)
+    fused = frameworks.fused(fw, torch_compile)
+    norm_f, norm_k = (1.0, 1) if fused else EAGER_NORM
+    act_f, act_k = (1.0, 1) if fused else EAGER_ACTIVATION
+    res_f, res_k = (1.0, 1) if fused else EAGER_RESIDUAL
+    # The fused attention kernel this run uses ("default": the framework's; attention.py times it).
+    attention_kernel = fw.attention if kernel == "default" else kernel  # noqa: F841  (chips helper wires it)
     curve = gemm_curve(gpu_name, precision)
     half = gemm_curve(gpu_name, "fp16" if precision == "fp16" else "bf16")
     bw = hbm_gbps(catalog.gpus.get(gpu_name)) * 1e9
@@ -94,12 +112,12 @@ def layer_kernels(spec: TransformerSpec, gpu_name: str, precision: str, micro_ba
         t["backward"] += 2 * g           # data gradient and weight gradient
         count["all"] += n_kernels
 
-    def memory(nbytes: float) -> None:
+    def memory(nbytes: float, kernels: int = 1) -> None:
         t["memory"] += nbytes / bw
         t["backward"] += BACKWARD_MEMORY_FACTOR * nbytes / bw
-        count["all"] += 1
+        count["all"] += kernels
 
-    memory(4 * norm_tokens * h)                                   # input layernorm
+    memory(norm_f * 4 * norm_tokens * h, norm_k)                  # input layernorm
     for g in layer_gemms(spec, micro_batch, tp, cp, sp, ep, seq_len, dense_layer=dense, causal=flash, etp=etp):
         if g.kind == "attention":
             continue
@@ -127,17 +145,18 @@ def layer_kernels(spec: TransformerSpec, gpu_name: str, precision: str, micro_ba
             count["core"] += n
         elif g.name in ("mlp_fc1", "shared_fc1", "expert_fc1"):
             width = g.n * g.count / (2 if spec.gated_mlp else 1)
-            memory((6 if spec.gated_mlp else 4) * g.m * width)      # bias + activation (SwiGLU: 2 halves)
+            memory(act_f * (6 if spec.gated_mlp else 4) * g.m * width, act_k)  # bias + activation (SwiGLU: 2 halves)
         elif g.name in ("attn_out", "mlp_fc2"):
-            memory(7 * norm_tokens * h)                              # bias + dropout + residual add
+            memory(res_f * 7 * norm_tokens * h, res_k)               # bias + dropout + residual add
             if g.name == "attn_out":
-                memory(4 * norm_tokens * h)                          # post-attention layernorm
+                memory(norm_f * 4 * norm_tokens * h, norm_k)         # post-attention layernorm
     if tp > 1:
         # The host issues the TP collectives too: an all-reduce after attention and after the
         # MLP (with sequence parallelism an all-gather before and a reduce-scatter after each).
         count["all"] += 4 if sp else 2
     forward = t["gemm"] + t["memory"] + t["core"]
-    return LayerKernels(forward, t["backward"], t["core"], t["gemm"], t["memory"], count["all"], count["core"])
+    return LayerKernels(forward, t["backward"], t["core"], t["gemm"], t["memory"], count["all"], count["core"],
+                        fw.host_scale)
 
 
 def _attention(spec: TransformerSpec, micro_batch: int, tp: int, cp: int, seq_len: int, flash: bool,

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 from typing import Literal
 
+from gpucluster.model.training import frameworks
 from gpucluster.model.transformer_params import layout_problems
 from gpucluster.specs.workload import TransformerSpec
 
@@ -41,6 +42,7 @@ class Layout:
     attention_kernel: str = "default"  # the fused kernel by generation (model/training/attention.py); "default": the stack's
     framework: str = "megatron"  # the training stack (model/training/frameworks.py): fusion, host cost, overlap defaults
     shard_group: int = 0         # HSDP: GPUs a ZeRO-3 shard group spans (replicated across groups); 0: all of dp x cp
+    torch_compile: bool | None = None  # torch.compile fuses element-wise chains; None: the framework's default
     overlap_dp_comm: bool = True  # gradient reduction / ZeRO gathers overlap compute (Megatron --overlap-grad-reduce)
     overlap_tp_comm: bool = False  # TP collectives overlap GEMMs (Transformer Engine userbuffers --tp-comm-overlap)
     moe_overlap: Literal["none", "dualpipe"] = "none"  # EP all-to-all hidden behind another micro batch
@@ -50,6 +52,10 @@ class Layout:
     moe_imbalance: float = 1.0         # busiest expert rank's tokens / mean (1: balanced routing)
     pp_embedding_layer: bool = False  # the embedding counts as a pipeline layer (Megatron-Core)
     pp_loss_layer: bool = False       # the loss counts as a pipeline layer (Megatron-Core)
+    # Explicit pipeline layout: transformer layers of each virtual stage in schedule order (pp x
+    # interleave entries; virtual stage i runs on rank i % pp), as Megatron-Core's
+    # --pipeline-model-parallel-layout or a per-stage layer list states it. Empty: an even split.
+    stage_layers: tuple[int, ...] = ()
 
     @property
     def pipeline_layers(self) -> int:
@@ -93,6 +99,11 @@ class Layout:
         parts += [f"moe-imbalance={self.moe_imbalance:g}"] if self.moe_imbalance != 1.0 else []
         parts += [f"zero3-prefetch={self.zero3_prefetch_params:g}"] if self.zero >= 3 and \
             self.zero3_prefetch_params != 5e8 else []
+        parts += [f"shard-group={self.shard_group}"] if self.zero >= 3 and self.shard_group else []
+        parts += [f"attention={self.attention_kernel}"] if self.attention_kernel != "default" else []
+        parts += [f"stages={'|'.join(map(str, self.stage_layers))}"] if self.stage_layers else []
+        parts += [f"framework={self.framework}"] if self.framework != "megatron" else []
+        parts += [f"compile={'on' if self.torch_compile else 'off'}"] if self.torch_compile is not None else []
         return " ".join(parts)
 
     def to_dict(self) -> dict:
@@ -125,7 +136,9 @@ def shape_problems(spec: TransformerSpec, lay: Layout, gpus: int | None = None,
     elif (lay.tp * lay.dp * lay.cp) % (lay.ep * lay.expert_tp):
         out.append(f"ep x etp ({lay.ep} x {lay.expert_tp}) must divide tp x dp x cp ({lay.tp * lay.dp * lay.cp}): "
                    "expert groups are carved out of the same GPUs (Megatron-Core's MoE parallel folding)")
-    if lay.interleave > 1:
+    if lay.stage_layers:
+        out += stage_layers_problems(spec, lay)
+    elif lay.interleave > 1:
         if lay.pp == 1:
             out.append("interleave > 1 needs pipeline parallelism (pp > 1)")
         elif (spec.layers + lay.pipeline_layers) % (lay.pp * lay.interleave):
@@ -146,20 +159,46 @@ def shape_problems(spec: TransformerSpec, lay: Layout, gpus: int | None = None,
         out.append(f"moe_imbalance must be between 1 and 64 (busiest expert rank / mean), got {lay.moe_imbalance}")
     if lay.sequence_parallel and lay.tp == 1:
         out.append("sequence_parallel needs tp > 1")
+    if lay.shard_group < 0 or (lay.shard_group and (lay.dp * lay.cp) % lay.shard_group):
+        out.append(f"shard_group ({lay.shard_group}) must divide dp x cp ({lay.dp * lay.cp}): HSDP shards inside "
+                   "groups of that many GPUs and replicates across them")
+    try:
+        fw = frameworks.get(lay.framework)
+    except ValueError as exc:
+        out.append(str(exc))
+    else:
+        out += frameworks.problems(fw, 0, lay.tp, lay.pp)
     if lay.precision not in PRECISIONS:
         out.append(f"precision must be one of {', '.join(PRECISIONS)}, got {lay.precision!r}")
     return out
 
 
+def stage_layers_problems(spec: TransformerSpec, lay: Layout) -> list[str]:
+    """An explicit pipeline layout's problems (Megatron-Core checks the same)."""
+    n = lay.pp * lay.interleave
+    if len(lay.stage_layers) != n:
+        return [f"the pipeline layout lists {len(lay.stage_layers)} stages, but pp x interleave is "
+                f"{lay.pp} x {lay.interleave} = {n}"]
+    if any(c < 0 for c in lay.stage_layers):
+        return ["the pipeline layout has a stage with a negative layer count"]
+    if sum(lay.stage_layers) != spec.layers:
+        return [f"the pipeline layout places {sum(lay.stage_layers)} transformer layers, the model has "
+                f"{spec.layers}"]
+    return []
+
+
 def option_problems(lay: Layout) -> list[str]:
     """The memory options' own problems (ZeRO stage, recompute)."""
-    return options_problems(lay.zero, lay.pp, lay.recompute)
+    return options_problems(lay.zero, lay.pp, lay.recompute, lay.framework)
 
 
-def options_problems(zero: int, pp: int, recompute: str) -> list[str]:
+def options_problems(zero: int, pp: int, recompute: str, framework: str = "megatron") -> list[str]:
     """`option_problems` of a layout with this ZeRO stage, pipeline depth and recompute (the
     layout search checks its options before it makes a layout of them)."""
     out: list[str] = []
+    if framework in frameworks.FRAMEWORKS and zero > frameworks.FRAMEWORKS[framework].max_zero:
+        out.append(f"framework {framework} runs ZeRO stages up to {frameworks.FRAMEWORKS[framework].max_zero}, "
+                   f"not zero={zero}")
     if zero not in (0, 1, 2, 3):
         out.append(f"zero must be 0, 1, 2 or 3, got {zero}")
     if zero == 2 and pp > 1:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from gpucluster.model.training import frameworks
 from gpucluster.model.training.layout import Layout, Recompute
 from gpucluster.model.transformer_memory import (activation_bytes_outside_layers, activation_bytes_per_layer,
                                                  pipeline_inflight_microbatches, weight_grad_optimizer_bytes)
@@ -53,7 +54,24 @@ def activation_per_layer(spec: TransformerSpec, lay: Layout, seq_len: int, recom
         total += count * activation_bytes_per_layer(spec, lay.micro_batch, lay.tp, lay.sequence_parallel,
                                                     recompute, lay.cp, seq_len=seq_len, dense_layer=dense,
                                                     flash_attention=lay.flash_attention)
-    return total / spec.layers
+    per_layer = total / spec.layers
+    fw = frameworks.get(lay.framework)
+    if recompute != "full" and not frameworks.fused(fw, lay.torch_compile):
+        per_layer += eager_activation_bytes(spec, lay, seq_len)
+    return per_layer
+
+
+def eager_activation_bytes(spec: TransformerSpec, lay: Layout, seq_len: int) -> float:
+    """What eager PyTorch keeps beyond the fused kernels' activations, per layer and micro batch:
+    autograd saves the fp32 input and the fp32 normalized tensor of each RMSNorm written as ops
+    (x.float(), pow, mean, rsqrt, mul: 8 bytes per element, two norms a layer) and the output of
+    silu that the gate's multiply needs (2 bytes per FFN element); the fused kernels recompute
+    them in their backward."""
+    tokens = lay.micro_batch * seq_len / lay.cp
+    norm_tokens = tokens / lay.tp if lay.sequence_parallel else tokens
+    ffn = int(spec.moe_ffn_hidden if spec.is_moe else spec.ffn_hidden)  # type: ignore[arg-type]
+    gated = ffn * (spec.experts_per_token if spec.is_moe else 1) if spec.gated_mlp else 0
+    return 2 * 8 * norm_tokens * spec.hidden + 2 * tokens * gated / lay.tp
 
 
 def memory(spec: TransformerSpec, lay: Layout, hbm_bytes: float, seq_len: int) -> Memory:
@@ -80,14 +98,15 @@ class MemoryTerms:
                                                                           lay.sequence_parallel, lay.cp,
                                                                           seq_len=seq_len)
         self.outside = outside
-        self.counts = stage_layer_counts(spec.layers, lay.pp, lay.pp_embedding_layer, lay.pp_loss_layer)
+        self.counts = stage_layer_counts(spec.layers, lay.pp, lay.pp_embedding_layer, lay.pp_loss_layer, lay.stage_layers)
         mbs = lay.microbatches
         self.first = pipeline_inflight_microbatches(lay.pp, lay.interleave, 0, mbs)
         self.last_inflight = pipeline_inflight_microbatches(lay.pp, lay.interleave, lay.pp - 1, mbs)
         # recompute -> activation bytes per layer; ZeRO stage -> weight terms: shared by the layouts
         # of the same micro batch, tp, sp, cp and attention (the same shape)
         self._act: dict[str, float] = self._shared.setdefault(
-            ("activation", lay.micro_batch, lay.tp, lay.sequence_parallel, lay.cp, lay.flash_attention), {})
+            ("activation", lay.micro_batch, lay.tp, lay.sequence_parallel, lay.cp, lay.flash_attention,
+             lay.framework, lay.torch_compile), {})
         self._wgo: dict[int, dict[str, float]] = self._shared.setdefault(
             ("wgo", lay.tp, lay.pp, lay.dp, lay.ep, lay.precision, lay.cp, lay.expert_tp), {})
 
@@ -114,8 +133,14 @@ class MemoryTerms:
         if base.pp == 1:
             act_first = act_last = first * counts[0] * per_layer + outside["first"] + outside["last"]
         buffers = float(RESERVED_BYTES)
+        weights, grads, optimizer = wgo["weights"], wgo["grads"], wgo["optimizer"]
         if zero >= 3:
-            # FSDP keeps the gathered weights of the running layer and the prefetched next one.
-            buffers += 2 * params(spec).total / spec.layers / base.tp * 2
-        optimizer = 0.0 if offload_optimizer else wgo["optimizer"]
-        return wgo["weights"], wgo["grads"], optimizer, max(act_first, act_last), buffers
+            # FSDP keeps the gathered weights of the running unit and the prefetched next one,
+            # and the unsharded gradient of the unit being reduced.
+            buffers += 3 * params(spec).total / spec.layers / base.tp * 2
+            n = base.dp * base.cp
+            if 0 < base.shard_group < n:
+                # HSDP: the states are sharded over the shard group only, replicated across groups.
+                weights, grads, optimizer = (x * n / base.shard_group for x in (weights, grads, optimizer))
+        optimizer = 0.0 if offload_optimizer else optimizer
+        return weights, grads, optimizer, max(act_first, act_last), buffers

@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from gpucluster.model.training import frameworks
 from gpucluster.model.training.compute import elementwise_time_s, gemm_curve
 from gpucluster.model.training.kernels import FLASH_BACKWARD_FACTOR, layer_kernels
 from gpucluster.model.training.fabric import TrainingFabric
@@ -98,7 +99,7 @@ def _layer(spec: TransformerSpec, lay: Layout, fab: TrainingFabric, seq_len: int
     """One layer's forward on one GPU; only the fields below matter, so the search shares it."""
     key = (lay.tp, lay.cp, lay.ep, lay.etp, lay.micro_batch, lay.overlap_tp_comm, lay.sequence_parallel,
            lay.precision, lay.flash_attention, lay.moe_dispatcher, lay.moe_fp8_dispatch, lay.moe_imbalance,
-           lay.attention_kernel, lay.framework)
+           lay.attention_kernel, lay.framework, lay.torch_compile)
     return _layer_cached(spec, key, fab, seq_len, dense)
 
 
@@ -106,14 +107,14 @@ def _layer(spec: TransformerSpec, lay: Layout, fab: TrainingFabric, seq_len: int
 def _layer_cached(spec: TransformerSpec, key: tuple, fab: TrainingFabric, seq_len: int,
                   dense: bool | None) -> _LayerTimes:
     (tp, cp, ep, etp, micro_batch, overlap_tp_comm, sequence_parallel, precision, flash_attention, moe_dispatcher,
-     moe_fp8_dispatch, moe_imbalance, attention_kernel, framework) = key
+     moe_fp8_dispatch, moe_imbalance, attention_kernel, framework, torch_compile) = key
     lay = Layout(tp=tp, cp=cp, ep=ep, etp=etp, micro_batch=micro_batch, overlap_tp_comm=overlap_tp_comm,
                  sequence_parallel=sequence_parallel, precision=precision, flash_attention=flash_attention,
                  moe_dispatcher=moe_dispatcher, moe_fp8_dispatch=moe_fp8_dispatch, moe_imbalance=moe_imbalance,
-                 attention_kernel=attention_kernel, framework=framework)
+                 attention_kernel=attention_kernel, framework=framework, torch_compile=torch_compile)
     k = layer_kernels(spec, fab.gpu_name, lay.precision, lay.micro_batch, lay.tp, lay.cp, lay.sequence_parallel,
                       lay.ep, seq_len, dense, lay.flash_attention, expert_imbalance(lay), lay.expert_tp,
-                      kernel=lay.attention_kernel, framework=lay.framework)
+                      kernel=lay.attention_kernel, framework=lay.framework, torch_compile=lay.torch_compile)
     tokens = lay.micro_batch * seq_len / lay.cp
     act = tokens * spec.hidden * ACT_BYTES
     tp = 0.0
@@ -149,7 +150,7 @@ def estimate(spec: TransformerSpec, lay: Layout, fab: TrainingFabric, *, seq_len
     gpu = fab.gpu
     mix = _moe_mix(spec)
     per_layer = {dense: _layer(spec, lay, fab, s, dense) for dense, _ in mix}
-    counts = stage_layer_counts(spec.layers, lay.pp, lay.pp_embedding_layer, lay.pp_loss_layer)
+    counts = stage_layer_counts(spec.layers, lay.pp, lay.pp_embedding_layer, lay.pp_loss_layer, lay.stage_layers)
     frac = {dense: n / spec.layers for dense, n in mix}
 
     if len(per_layer) == 1:
@@ -224,23 +225,85 @@ def _flops(spec: TransformerSpec, global_batch: int, seq_len: int, recompute: Re
 def _dp_exposed(spec: TransformerSpec, lay: Layout, fab: TrainingFabric, t_f: float, t_b: float,
                 stage_layers: float, compute_f: float, layer_compute: float, local: float) -> float:
     """Data-parallel gradient reduction and ZeRO parameter gathers that compute cannot hide
-    (`local`: the parameters this GPU holds before ZeRO sharding)."""
+    (`local`: the parameters this GPU holds before ZeRO sharding). Gradients are reduced in
+    the framework's buckets (frameworks.dp_bucket_params), each its own collective: at
+    hundreds of GPUs a small bucket pays the ring's latency many times over. With overlap the
+    buckets run beside the last micro batch's backward, but the last bucket waits for it."""
     n, stride = lay.dp * lay.cp, lay.tp
     if n <= 1:
         return 0.0
+    fw = frameworks.get(lay.framework)
     if lay.zero >= 3:
-        return _zero3_exposed(spec, lay, fab, n, stride, stage_layers, compute_f, layer_compute)
-    grads = local * GRAD_BYTES
+        if fw.zero3 == "per_parameter":
+            return _zero3_exposed(spec, lay, fab, n, stride, stage_layers, compute_f, layer_compute)
+        return _fsdp_exposed(spec, lay, fab, n, stride, stage_layers, compute_f, layer_compute)
+    bucket = frameworks.dp_bucket_params(fw, n, lay.overlap_dp_comm)
     if not lay.overlap_dp_comm:
         t_b = t_f = 0.0  # gradients reduced (and weights gathered) after the backward, not during it
     if lay.zero == 0:
-        # Buckets are all-reduced as the last micro batch's backward produces them.
-        return max(0.0, fab.time_s("all_reduce", grads, n, stride) - t_b)
+        ar, last = _bucketed(fab, "all_reduce", local, bucket, fw.dp_grad_bytes, n, stride)
+        return max(last, ar - t_b)
     # Distributed optimizer: reduce-scatter gradients (hidden behind the last backward),
     # all-gather updated weights (hidden behind the next step's first forward).
-    rs = fab.time_s("reduce_scatter", grads, n, stride)
-    ag = fab.time_s("all_gather", grads, n, stride)
-    return max(0.0, rs - t_b) + max(0.0, ag - t_f)
+    rs, last_rs = _bucketed(fab, "reduce_scatter", local, bucket, fw.dp_grad_bytes, n, stride)
+    ag, last_ag = _bucketed(fab, "all_gather", local, bucket, GRAD_BYTES, n, stride)
+    return max(last_rs, rs - t_b) + max(last_ag, ag - t_f)
+
+
+def _bucketed(fab: TrainingFabric, op: str, params_: float, bucket: float, nbytes: int, n: int,
+              stride: int) -> tuple[float, float]:
+    """(all buckets, the last one) of `op` over `params_` parameters in buckets of `bucket`."""
+    full = int(params_ // bucket) if bucket < params_ else 0
+    rest = params_ - full * bucket if full else params_
+    one = fab.time_s(op, bucket * nbytes, n, stride) if full else 0.0
+    tail = fab.time_s(op, rest * nbytes, n, stride) if rest > 0 else 0.0
+    return full * one + tail, tail or one
+
+
+def _unit_params(spec: TransformerSpec, ep: int) -> tuple[float, float]:
+    """(parameters of one transformer block that a GPU of an `ep`-way expert group holds before
+    sharding, averaged over dense and MoE blocks; parameters outside the blocks: embedding,
+    output layer, final norm)."""
+    p = params(spec)
+    moe = p.mlp_moe - spec.experts * p.expert * (1 - 1 / ep) if p.moe_layers else 0.0
+    blocks = float(spec.layers * p.attention + p.dense_layers * p.mlp_dense) + p.moe_layers * moe
+    return blocks / spec.layers, p.embedding + p.final_norm + p.logits
+
+
+def _fsdp_exposed(spec: TransformerSpec, lay: Layout, fab: TrainingFabric, n: int, stride: int,
+                  stage_layers: float, compute_f: float, layer_compute: float) -> float:
+    """Fully-sharded data parallelism as PyTorch FSDP/FSDP2, torchtitan and Megatron-Core's FSDP
+    run it: each wrapped unit (a transformer block) is ONE flat parameter, all-gathered before
+    its forward and again before its backward (reshard after forward), its gradient
+    reduce-scattered after its backward; the next unit's gather is prefetched while this one
+    computes (FSDP BACKWARD_PRE, limit_all_gathers: one unit ahead). A unit's collectives are
+    exposed only where they outlast its compute; the first gather of a pass and the last
+    reduction wait. A full recompute runs inside the unit's backward, on the gathered weights.
+
+    HSDP (`shard_group` g < n): gathers and reduce-scatters stay inside a group of g GPUs and
+    each unit's gradient shard is then all-reduced across the n / g replicas."""
+    per_layer, outside = _unit_params(spec, lay.ep)
+    unit = per_layer / lay.tp * GRAD_BYTES
+    root = outside / lay.tp * GRAD_BYTES
+    g = lay.shard_group if 0 < lay.shard_group < n else n
+    reps = n // g
+
+    def comm(nbytes: float) -> tuple[float, float]:
+        ag = fab.time_s("all_gather", nbytes, g, stride)
+        red = fab.time_s("reduce_scatter", nbytes, g, stride)
+        if reps > 1:
+            red += fab.time_s("all_reduce", nbytes / g, reps, stride * g)
+        return ag, red
+
+    ag, red = comm(unit)
+    ag_root, red_root = comm(root)
+    compute_b = layer_compute - compute_f
+    if lay.overlap_dp_comm:
+        per_unit = max(0.0, ag - compute_f) + max(0.0, ag + red - compute_b)
+    else:
+        per_unit = 2 * ag + red
+    edges = ag_root + red_root + ag + red  # the first unit's gather and the last reduction wait
+    return lay.microbatches * (stage_layers * per_unit + edges)
 
 
 PARAM_TENSORS_PER_LAYER = 12  # QKV, output, fc1, fc2 weights and biases; two norms' weights and biases
