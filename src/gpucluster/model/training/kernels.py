@@ -95,8 +95,6 @@ def layer_kernels(spec: TransformerSpec, gpu_name: str, precision: str, micro_ba
     norm_f, norm_k = (1.0, 1) if fused else EAGER_NORM
     act_f, act_k = (1.0, 1) if fused else EAGER_ACTIVATION
     res_f, res_k = (1.0, 1) if fused else EAGER_RESIDUAL
-    # The fused attention kernel this run uses ("default": the framework's; attention.py times it).
-    attention_kernel = fw.attention if kernel == "default" else kernel  # noqa: F841  (chips helper wires it)
     curve = gemm_curve(gpu_name, precision)
     half = gemm_curve(gpu_name, "fp16" if precision == "fp16" else "bf16")
     bw = hbm_gbps(catalog.gpus.get(gpu_name)) * 1e9
@@ -138,7 +136,8 @@ def layer_kernels(spec: TransformerSpec, gpu_name: str, precision: str, micro_ba
         else:
             gemm(g.m, g.n, g.k, g.count)
         if g.name in ("qkv", "q_proj", "kv_up"):
-            fwd, bwd, n = _attention(spec, micro_batch, tp, cp, seq_len, flash, half, gpu_name, bw, kernel)
+            fwd, bwd, n = _attention(spec, micro_batch, tp, cp, seq_len, flash, half, gpu_name, bw, kernel,
+                                       fw.attention)
             t["core"] += fwd
             t["backward"] += bwd
             count["all"] += n
