@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from gpucluster.catalog.serving import Engine, KernelFit, get_engine, kernel_fit
+from gpucluster.catalog.serving import Engine, KernelFit, engine_names, get_engine, kernel_fit
 from gpucluster.model.training.compute import GemmCurve, attention_tflops, gemm_curve, hbm_gbps
 
 if TYPE_CHECKING:
@@ -56,9 +56,40 @@ class Kernels:
 
 def _curve(gpu_name: str, precision: str, fit: KernelFit | None) -> GemmCurve:
     base = gemm_curve(gpu_name, precision)
-    if fit is None:
+    if fit is not None:
+        return GemmCurve(gpu_name, precision, fit.tflops, 1.0, fit.t0_s, fit.gbps, f"measured: {fit.source}", base.sms)
+    borrowed = _borrowed_decode_gemm(_gemm_key(precision))
+    if borrowed is None:
         return base
-    return GemmCurve(gpu_name, precision, fit.tflops, 1.0, fit.t0_s, fit.gbps, f"measured: {fit.source}", base.sms)
+    # No engine-measured GEMM tables for this chip. Its microbenchmarks are large GEMMs (1024 and
+    # up): they fix the compute side but not what a decode-shaped GEMM (m of 1..a few hundred) costs,
+    # a fixed kernel cost plus weight reads, which a STREAM triad overstates. Both are borrowed from
+    # the chips with measured tables: their median fixed cost, and their median ratio of weight-read
+    # bandwidth to their own STREAM bandwidth, applied to this chip's STREAM figure (an assumption).
+    t0_s, ratio, n = borrowed
+    prov = (f"{base.provenance}; decode-shaped GEMMs: {t0_s * 1e6:.1f} us fixed cost and weight reads at "
+            f"{ratio:.2f} x STREAM, the medians of {n} engine-measured {_gemm_key(precision)} tables on other "
+            f"chips (aiconfigurator-core 0.12.0; assumption: no serving GEMM measured on {gpu_name})")
+    return GemmCurve(gpu_name, precision, base.peak_tflops, base.eff_max, t0_s, base.hbm_gbps * ratio, prov, base.sms)
+
+
+@lru_cache(maxsize=16)
+def _borrowed_decode_gemm(key: str) -> tuple[float, float, int] | None:
+    """(fixed cost s, weight-read GB/s over the chip's STREAM GB/s, tables) over every chip and engine
+    with a measured `key` table: the medians. Pooled over engines: on a chip without tables the GEMM
+    library is none of theirs, so no one engine's figure is more apt than the typical one."""
+    from statistics import median
+
+    from gpucluster.catalog import catalog
+
+    sources = sorted({s for s in (get_engine(e).kernel_data for e in engine_names()) if s})
+    t0s: list[float] = []
+    ratios: list[float] = []
+    for chip, gpu in catalog.gpus.items():
+        for fit in filter(None, (kernel_fit(chip, src, key) for src in sources)):
+            t0s.append(fit.t0_s)
+            ratios.append(fit.gbps / hbm_gbps(gpu))
+    return (float(median(t0s)), float(median(ratios)), len(t0s)) if t0s else None
 
 
 def _gemm_key(precision: str) -> str:
