@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from gpucluster.catalog.serving import Engine, KernelFit, get_engine, kernel_fit
+from gpucluster.catalog.serving import Engine, KernelFit, engine_names, get_engine, kernel_fit
 from gpucluster.model.training.compute import GemmCurve, attention_tflops, gemm_curve, hbm_gbps
 
 if TYPE_CHECKING:
@@ -56,9 +56,50 @@ class Kernels:
 
 def _curve(gpu_name: str, precision: str, fit: KernelFit | None) -> GemmCurve:
     base = gemm_curve(gpu_name, precision)
-    if fit is None:
+    if fit is not None:
+        return GemmCurve(gpu_name, precision, fit.tflops, 1.0, fit.t0_s, fit.gbps, f"measured: {fit.source}", base.sms)
+    borrowed = _borrowed(_gemm_key(precision))
+    if borrowed is None:
         return base
-    return GemmCurve(gpu_name, precision, fit.tflops, 1.0, fit.t0_s, fit.gbps, f"measured: {fit.source}", base.sms)
+    # No engine-measured GEMM tables for this chip. Its microbenchmarks are large GEMMs (1024 and
+    # up): they fix the compute side but not what a decode-shaped GEMM (m of 1..a few hundred) costs,
+    # a fixed kernel cost plus weight reads, which a STREAM triad overstates. Both are borrowed from
+    # the chips with measured tables: their median fixed cost, and their median ratio of weight-read
+    # bandwidth to their own STREAM bandwidth, applied to this chip's STREAM figure (an assumption).
+    t0_s, ratio, n = borrowed
+    prov = (f"{base.provenance}; decode-shaped GEMMs: {t0_s * 1e6:.1f} us fixed cost and weight reads at "
+            f"{ratio:.2f} x STREAM, the medians of {n} engine-measured {_gemm_key(precision)} tables on other "
+            f"chips (aiconfigurator-core 0.12.0; assumption: no serving GEMM measured on {gpu_name})")
+    return GemmCurve(gpu_name, precision, base.peak_tflops, base.eff_max, t0_s, base.hbm_gbps * ratio, prov, base.sms)
+
+
+@lru_cache(maxsize=16)
+def _borrowed(key: str) -> tuple[float, float, int] | None:
+    """(fixed cost s, read GB/s over the chip's STREAM GB/s, tables) over every chip and engine with a
+    measured `key` table (gemm_fp8, decode_attention_bf16, ...): the medians. Pooled over engines: on a
+    chip without tables the kernel library is none of theirs, so no one engine's figure is more apt
+    than the typical one."""
+    from statistics import median
+
+    from gpucluster.catalog import catalog
+
+    sources = sorted({s for s in (get_engine(e).kernel_data for e in engine_names()) if s})
+    t0s: list[float] = []
+    ratios: list[float] = []
+    for chip, gpu in catalog.gpus.items():
+        for fit in filter(None, (kernel_fit(chip, src, key) for src in sources)):
+            t0s.append(fit.t0_s)
+            ratios.append(fit.gbps / hbm_gbps(gpu))
+    return (float(median(t0s)), float(median(ratios)), len(t0s)) if t0s else None
+
+
+def _borrowed_attention(key: str, hbm: float, attn_flops: float) -> tuple[float, float, float]:
+    """Decode attention on a chip without an engine-measured table: the measured chips' median fixed
+    cost (a paged decode-attention kernel costs 5..14 us on every measured chip, not one small
+    kernel's launch) and their median ratio of KV-read bandwidth to STREAM, applied to this chip's
+    STREAM figure (an assumption); FLOPs at the chip's own measured attention rate."""
+    b = _borrowed(key)
+    return (b[0], hbm * b[1] * 1e9, attn_flops) if b else (KERNEL_S, hbm * 1e9, attn_flops)
 
 
 def _gemm_key(precision: str) -> str:
@@ -91,8 +132,9 @@ def _resolve(gpu_name: str, weights: str, kv: str, tp: int, engine_name: str | N
                            expert.sms)
     hbm = hbm_gbps(gpu)
     attn = attention_tflops(gpu_name)[0] * 1e12
-    fit = kernel_fit(gpu_name, src, "decode_attention_" + ("fp8" if kv in ("fp8", "int8") else "bf16"))
-    dec = (fit.t0_s, fit.gbps * 1e9, fit.tflops * 1e12) if fit else (KERNEL_S, hbm * 1e9, attn)
+    att_key = "decode_attention_" + ("fp8" if kv in ("fp8", "int8") else "bf16")
+    fit = kernel_fit(gpu_name, src, att_key)
+    dec = (fit.t0_s, fit.gbps * 1e9, fit.tflops * 1e12) if fit else _borrowed_attention(att_key, hbm, attn)
     ar = None
     if tp > 1:
         a = kernel_fit(gpu_name, src if eng.custom_allreduce else "nccl", f"allreduce_{tp}") \
@@ -101,7 +143,8 @@ def _resolve(gpu_name: str, weights: str, kv: str, tp: int, engine_name: str | N
     used = sorted({f.source.split(" ")[-1] for f in (kernel_fit(gpu_name, src, _gemm_key(prec)), fit) if f})
     title = eng.title if engine_name else f"engine not named ({eng.title}'s kernels, fitted host cost)"
     prov = (f"{title}: measured kernels ({', '.join(used)}, aiconfigurator-core 0.12.0)" if used else
-            f"{title}: {gpu_name} microbenchmarks (no measured serving kernels for this chip)")
+            f"{title}: {gpu_name} microbenchmarks (no measured serving kernels for this chip; decode GEMM "
+            f"and attention fixed costs and read/STREAM bandwidth ratios borrowed from measured chips: assumption)")
     return Kernels(eng, gemm, half, expert, quant.weight_bytes, quant.act_bytes(gpu), xwb, xab, hbm, dec,
                    (KERNEL_S, hbm * 1e9, attn), ar, 0.0 if eng.cuda_graphs else eng.launch_s,
                    eng.host_step_s if engine_name else None, prov + "; no fitted serving factor", fabric, tp)
