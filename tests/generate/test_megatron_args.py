@@ -165,7 +165,10 @@ def _megatron_configs(plan, args):
         model.update(num_moe_experts=spec.experts, moe_router_topk=spec.experts_per_token)
     tc = TransformerConfig(**model, **{k: v for k, v in values.items() if k in fields[TransformerConfig]})
     DistributedDataParallelConfig(**{k: v for k, v in values.items() if k in fields[DistributedDataParallelConfig]})
-    OptimizerConfig(**{k: v for k, v in values.items() if k in fields[OptimizerConfig]})
+    # The precision-aware optimizer checks Transformer Engine's version (absent here): Megatron-LM's
+    # own validator covers that flag (test_megatron_validate.py).
+    OptimizerConfig(**{k: v for k, v in values.items()
+                       if k in fields[OptimizerConfig] and k != "use_precision_aware_optimizer"})
     return tc
 
 

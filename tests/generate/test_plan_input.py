@@ -18,13 +18,14 @@ def _fake_slurm_env(tmp_path):
     lines are comments to bash)."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    for name, body in (("scontrol", "echo node01"), ("srun", 'printf "%s\\n" "$@" > "$RECORD"')):
+    for name, body in (("scontrol", "echo node01"), ("srun", 'printf "%s\\n" "$@" > "$RECORD"'),
+                       ("sbatch", 'printf "%s\\n" "$@" > "$RECORD.sbatch"')):
         f = bin_dir / name
         f.write_text(f"#!/bin/bash\n{body}\n")
         f.chmod(0o755)
     return {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "SLURM_JOB_NODELIST": "node01",
             "SLURM_JOB_NUM_NODES": "8", "SLURM_JOB_ID": "42", "RECORD": str(tmp_path / "argv"),
-            "HOME": str(tmp_path)}
+            "HOME": str(tmp_path), "DATA_PATH": "/data/x", "TOKENIZER_MODEL": "/tok", "CHECKPOINT_DIR": str(tmp_path)}
 
 
 # (where in the document, hostile value, the field the error must name)
