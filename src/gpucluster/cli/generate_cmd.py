@@ -126,12 +126,13 @@ def deepspeed(plan: PlanArg, out: Out = None) -> None:
 def k8s(plan: PlanArg, job_name: JobName = "train",
         namespace: Annotated[str, typer.Option(help="Kubernetes namespace")] = "default",
         queue: Annotated[Optional[str], typer.Option(help="Kueue LocalQueue ('' for none)")] = "gpucluster",
-        image: Annotated[str, typer.Option(help="Container image")] = "nvcr.io/nvidia/pytorch:24.05-py3",
+        image: Annotated[Optional[str], typer.Option(
+            help="Container image (default: the vendor's PyTorch image, CUDA or ROCm)")] = None,
         socket_ifname: Ifname = None, script: Script = "train.py", arg: Args = None, args_style: Style = "megatron",
         cluster: CkCluster = None, checkpoint_write_gbps: CkGbps = None, checkpoint_interval: CkEvery = None,
         out: Out = None) -> None:
-    """A Kubernetes Indexed Job (one pod per node, nvidia.com/gpu limits, Kueue label) and its
-    headless Service for the torchrun rendezvous."""
+    """A Kubernetes Indexed Job (one pod per node, the vendor's GPU resource and image, Kueue label)
+    and its headless Service for the torchrun rendezvous."""
     from gpucluster.generate.k8s import K8sOptions, k8s_yaml
     from gpucluster.generate.plan_file import load_plan
     from gpucluster.generate.torchrun import layout_notes
