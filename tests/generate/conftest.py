@@ -30,6 +30,8 @@ PLANS = {
             "--top", "20"),
     "offload": ("--gpu", "H100:8", "--nodes", "1", "--model", "llama3-70b", "--tokens", "10B",
                 "--layout", "offload_optimizer=true", "--top", "10"),
+    "dualpipe": ("--gpu", "H100:8", "--nodes", "16", "--model", "Mixtral-8x7B", "--tokens", "100B",
+                 "--moe-overlap", "dualpipe", "--top", "20"),
     "interleaved": ("--gpu", "H100:8", "--nodes", "32", "--model", "llama3-405b", "--tokens", "1T",
                     "--layout", "tp=8,pp=16", "--top", "20"),
 }

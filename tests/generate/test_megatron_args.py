@@ -102,6 +102,23 @@ def test_stack_options(plan_doc, tmp_path):
     assert "--optimizer-cpu-offload" in args and "--optimizer-offload-fraction=1.0" in args
 
 
+def test_dualpipe_plans_rank_only_what_megatron_runs(tmp_path):
+    """`plan train --moe-overlap dualpipe` ranked DeepSeek-V3 layouts with pp=32 and no virtual
+    stages, which Megatron-Core's expert all-to-all overlap refuses (issue 22): now every ranked
+    layout is one `generate` writes."""
+    from conftest import _plan_json
+
+    from gpucluster.generate.megatron import megatron_args
+    doc = _plan_json("--gpu", "H100:8", "--nodes", "64", "--model", "DeepSeek-V3", "--tokens", "100B",
+                     "--moe-overlap", "dualpipe", "--top", "10")
+    assert any("moe_overlap dualpipe" in why for why in doc["search"]["rejected"])
+    for i, d in enumerate(ranked_docs(doc)):
+        lay = d["best"]["layout"]
+        assert lay["moe_overlap"] == "dualpipe" and lay["ep"] > 1 and lay["recompute"] != "full"
+        assert lay["pp"] == 1 or lay["interleave"] > 1
+        assert "--overlap-moe-expert-parallel-comm" in megatron_args(_plan(tmp_path, d, f"{i}.json")).args
+
+
 def test_every_flag_is_a_known_megatron_argument(plan_doc, tmp_path):
     from gpucluster.generate.megatron import MEGATRON_FLAGS, megatron_args
     from gpucluster.generate.plan_file import load_plan
@@ -186,7 +203,7 @@ def _check_megatron(plan, args):
     assert calc.get() * lay["micro_batch"] * lay["dp"] == lay["global_batch"]
 
 
-@pytest.mark.parametrize("name", ["13b", "uneven", "zero3", "cp", "grid70", "moe", "dsv3"])
+@pytest.mark.parametrize("name", ["13b", "uneven", "zero3", "cp", "grid70", "moe", "dsv3", "dualpipe"])
 def test_megatron_core_accepts_every_ranked_layout(plan_doc, tmp_path, name):
     pytest.importorskip("megatron.core", reason="megatron-core not installed (pip install -e '.[frameworks]')")
     from gpucluster.errors import UserError

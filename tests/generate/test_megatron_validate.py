@@ -66,8 +66,8 @@ def job_case(plan) -> dict:
 
 
 # Representative plans (conftest.PLANS): dense, GQA, MoE, MLA, CP, FSDP, CPU offload, FP8,
-# uneven and interleaved pipelines.
-PLANS = ["13b", "uneven", "zero3", "cp", "grid70", "moe", "dsv3", "fp8", "offload", "interleaved"]
+# uneven and interleaved pipelines, MoE all-to-all overlap.
+PLANS = ["13b", "uneven", "zero3", "cp", "grid70", "moe", "dsv3", "fp8", "offload", "interleaved", "dualpipe"]
 
 
 @needs_oracle
