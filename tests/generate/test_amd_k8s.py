@@ -23,7 +23,7 @@ def _plan(tmp_path: Path, gpu: str) -> Path:
 
 def _job(tmp_path: Path, gpu: str) -> dict:
     out = run("generate", "k8s", str(_plan(tmp_path, gpu)), check_rc=0).stdout
-    return [d for d in yaml.safe_load_all(out) if d["kind"] == "Job"][0]
+    return next(d for d in yaml.safe_load_all(out) if d["kind"] == "Job")
 
 
 def _container(job: dict) -> dict:
