@@ -66,6 +66,12 @@ def _with_checkpoints(launch, job, cluster: str | None, gbps: float | None, ever
     return replace(launch, checkpoint=ck)
 
 
+def _assumed(job, launch) -> list[str]:
+    """The checkpoint interval's assumption, when a default stood in for the storage."""
+    ck = launch.checkpoint
+    return [f"{job.source}: {ck.assumption}"] if ck is not None and ck.assumption else []
+
+
 @generate_app.command("slurm")
 def slurm(plan: PlanArg, job_name: JobName = "train", time: Annotated[str, typer.Option(help="Slurm --time")] = "48:00:00",
           partition: Annotated[Optional[str], typer.Option(help="Slurm partition")] = None,
@@ -90,7 +96,7 @@ def slurm(plan: PlanArg, job_name: JobName = "train", time: Annotated[str, typer
     job = load_plan(plan)
     launch = _with_checkpoints(launch, job, cluster, checkpoint_write_gbps, checkpoint_interval)
     text = sbatch_script(job, launch, opts)
-    _emit(text, out, True, layout_notes(job, args_style, launch)[1])
+    _emit(text, out, True, layout_notes(job, args_style, launch)[1] + _assumed(job, launch))
 
 
 @generate_app.command("torchrun")
@@ -107,7 +113,7 @@ def torchrun(plan: PlanArg, head: Annotated[str, typer.Option(help="First node's
     job = load_plan(plan)
     launch = _with_checkpoints(launch, job, cluster, checkpoint_write_gbps, checkpoint_interval)
     text = torchrun_command(job, launch, head) + "\n"
-    _emit(text, out, warnings=layout_notes(job, args_style, launch)[1])
+    _emit(text, out, warnings=layout_notes(job, args_style, launch)[1] + _assumed(job, launch))
 
 
 @generate_app.command("deepspeed")
@@ -144,7 +150,7 @@ def k8s(plan: PlanArg, job_name: JobName = "train",
     job = load_plan(plan)
     launch = _with_checkpoints(launch, job, cluster, checkpoint_write_gbps, checkpoint_interval)
     text = k8s_yaml(job, launch, opts)
-    _emit(text, out, warnings=layout_notes(job, args_style, launch)[1])
+    _emit(text, out, warnings=layout_notes(job, args_style, launch)[1] + _assumed(job, launch))
 
 
 @generate_app.command("kueue")

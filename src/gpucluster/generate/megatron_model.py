@@ -9,7 +9,7 @@ What Megatron-LM takes from elsewhere, and so is not written here:
 - the vocabulary: Megatron-LM sizes the embedding from the tokenizer (padded to a multiple of
   128 x tp), so the tokenizer placeholder names the vocabulary the plan assumed;
 - the RoPE base (`--rotary-base`, default 10000) and other hyperparameters: the model spec does
-  not hold them (a warning says so for RoPE models).
+  not hold them (the job script says so for RoPE models: rope_note).
 """
 
 from __future__ import annotations
@@ -67,9 +67,6 @@ def shape_args(plan: JobPlan, spec: TransformerSpec) -> tuple[list[str], list[st
         raise refuse("position_embedding", f"{spec.position_embedding}: Megatron-LM's GPT model has no "
                                            "ALiBi (rope, learned or none)")
     args.append(f"--position-embedding-type={POSITION[str(spec.position_embedding)]}")
-    if spec.position_embedding == "rope":
-        warnings.append(f"{plan.source}: model_spec: the RoPE base is not part of the model spec; Megatron-LM "
-                        "uses --rotary-base=10000 unless you add --arg=--rotary-base=N")
     args.append(f"--normalization={NORM[str(spec.norm)]}")
     if spec.activation not in ACTIVATION:
         raise refuse("activation", f"{spec.activation}: Megatron-LM's GPT model offers gelu, swiglu and "
@@ -92,3 +89,11 @@ def shape_args(plan: JobPlan, spec: TransformerSpec) -> tuple[list[str], list[st
                             "placed on nodes; not written")
     return args, warnings
 
+
+
+def rope_note(spec: TransformerSpec | None) -> str | None:
+    """A comment for the job script (not a warning: it holds for every RoPE model)."""
+    if spec is None or spec.position_embedding != "rope":
+        return None
+    return ("the RoPE base is not part of the model spec: Megatron-LM uses --rotary-base=10000 unless you add "
+            "--arg=--rotary-base=N")

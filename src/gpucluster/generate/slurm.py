@@ -166,6 +166,11 @@ def _chain(plan: JobPlan, ck, limit_s: float | None, exit_mins: int | None) -> l
     lines = [f"# checkpoints every {ck.save_interval} iterations ({format_duration(ck.interval_s)}): {comment(ck.how)}"]
     if ck.assumption:
         lines.append(f"# assumption: {comment(ck.assumption)}")
+    from gpucluster.generate.megatron_model import model_spec, rope_note
+
+    rope = rope_note(model_spec(plan))
+    if rope:
+        lines.append(f"# note: {comment(rope)}")
     if exit_mins is not None:
         lines.append(f"# Megatron-LM saves and exits after {exit_mins} min (--exit-duration-in-mins), before the time "
                      "limit")

@@ -72,11 +72,8 @@ def megatron_program(plan: JobPlan, launch: Launch, var: Callable[[str], str] = 
         shape, notes = shape_args(plan, spec)
         res.args += shape
         res.warnings += notes
-    ck = checkpoint_of(plan, launch)
-    if ck.assumption:
-        res.warnings.append(f"{plan.source}: {ck.assumption}")
     if job:
-        res.args += job_args(plan, spec, ck, var, exit_mins)
+        res.args += job_args(plan, spec, checkpoint_of(plan, launch), var, exit_mins)
     return res
 
 
