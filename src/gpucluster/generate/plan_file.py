@@ -46,6 +46,9 @@ class JobPlan:
         check_strings({"description": self.description}, self.source or "<plan>")
         if self.model_spec is not None:
             _check_spec(self.model_spec, self.source or None)
+            if self.layers is not None and self.model_spec.get("layers") != self.layers:
+                raise UserError(f"{self.model_spec.get('layers')} is not the plan's layers ({self.layers})",
+                                file=self.source or None, field="model_spec.layers")
 
     @property
     def train_iters(self) -> int | None:

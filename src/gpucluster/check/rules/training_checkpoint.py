@@ -95,7 +95,7 @@ class TrainingCheckpoint(Rule):
         longer = run_s is not None and limit_s is not None and run_s > limit_s
         ev = {"time_limit_s": None if limit_s is None else round(limit_s),
               "time_to_train_s": None if run_s is None else round(run_s)}
-        if longer:
+        if longer and run_s is not None and limit_s is not None:
             title = (f"training job never checkpoints, and {ctx.model_note} takes {format_duration(run_s)} to train "
                      f"against a {format_duration(limit_s)} time limit: no job gets further than the first")
         else:
