@@ -219,3 +219,59 @@ def test_deepspeed_batch_with_more_model_parallel_ranks_than_gpus_is_a_finding(t
     run = {"run.txt": "torchrun --nnodes=1 --nproc_per_node=8 train.py --tensor-model-parallel-size 64\n"}
     [f] = findings(tmp_path, "deepspeed-batch", jobs={"ds.json": cfg, **run})
     assert f.severity == "error" and "exceeds the world size" in f.title
+
+
+# --- checkpoints of a training job (issue 22) -------------------------------------------------------
+
+TRAIN = """#!/bin/bash
+#SBATCH --nodes=4
+#SBATCH --gres=gpu:8
+#SBATCH --exclusive
+{time}
+srun torchrun --nproc-per-node=8 pretrain_gpt.py --tensor-model-parallel-size=8 {ckpt}
+"""
+
+
+def train_job(time="#SBATCH --time=48:00:00", ckpt=""):
+    return {"train.sbatch": TRAIN.format(time=time, ckpt=ckpt)}
+
+
+def test_training_job_that_never_checkpoints(tmp_path):
+    # 70B on 32 GPUs takes far longer than 48 h: nothing carries over to the next job.
+    [f] = findings(tmp_path, "training-checkpoint", jobs=train_job(), model="llama3-70b")
+    assert f.severity == "error" and "never checkpoints" in f.title and f.where.endswith("train.sbatch:6")
+    assert f.evidence["time_to_train_s"] > f.evidence["time_limit_s"] == 48 * 3600
+    # No time limit: a failure still loses everything (a warning).
+    [f] = findings(tmp_path, "training-checkpoint", jobs=train_job(time=""), model="llama3-70b")
+    assert f.severity == "warning"
+
+
+def test_time_limit_that_never_reaches_a_checkpoint(tmp_path):
+    # 100000 iterations of a multi-second step: far beyond 48 h.
+    [f] = findings(tmp_path, "training-checkpoint", jobs=train_job(ckpt="--save /c --load /c --save-interval=100000"),
+                   model="llama3-70b")
+    assert f.severity == "error" and "never reaches a checkpoint" in f.title
+    assert f.evidence["interval_s"] > f.evidence["time_limit_s"]
+    # Megatron-LM saving before the limit, or a reachable interval: clean.
+    for ckpt in ("--save /c --save-interval=100000 --exit-duration-in-mins=2870", "--save /c --save-interval=10",
+                 "--checkpoint-interval 30m"):
+        assert findings(tmp_path, "training-checkpoint", jobs=train_job(ckpt=ckpt), model="llama3-70b") == [], ckpt
+    # A benchmark is not a training job.
+    bench = {"b.sbatch": "#!/bin/bash\n#SBATCH --nodes=2\nsrun all_reduce_perf -b 1M -e 1G\n"}
+    assert findings(tmp_path, "training-checkpoint", jobs=bench) == []
+
+
+def test_generated_job_checkpoints_within_its_time_limit(tmp_path):
+    """What `generate slurm` writes passes, even with a time limit shorter than Daly's interval."""
+    import json
+    import sys
+    sys.path.insert(0, str(ROOT / "tests" / "cli"))
+    from tests_cli_helpers import run
+    plan = run("plan", "train", "--gpu", "H200:8", "--nodes", "4", "--model", "llama3-70b", "--tokens", "1T",
+               "--json", check_rc=0)
+    (tmp_path / "p.json").write_text(plan.stdout)
+    assert json.loads(plan.stdout)["time_to_train_s"] > 4 * 3600
+    for time in ("48:00:00", "4:00:00"):
+        out = run("generate", "slurm", str(tmp_path / "p.json"), "--time", time, check_rc=0).stdout
+        assert "--exit-duration-in-mins=" in out and "--save-interval=" in out
+        assert findings(tmp_path, "training-checkpoint", jobs={"g.sbatch": out}, model="llama3-70b") == [], time

@@ -25,6 +25,15 @@ PLANS = {
     "grid70": ("--gpu", "H100:8", "--nodes", "32", "--model", "llama3-70b", "--tokens", "1T", "--top", "40"),
     "moe": ("--gpu", "H100:8", "--nodes", "16", "--model", "Mixtral-8x7B", "--tokens", "100B", "--top", "40"),
     "dsv3": ("--gpu", "H100:8", "--nodes", "64", "--model", "DeepSeek-V3", "--tokens", "100B", "--top", "40"),
+    # The rest of the representative set Megatron-LM's validator sees (test_megatron_validate.py).
+    "fp8": ("--gpu", "H100:8", "--nodes", "16", "--model", "llama3-70b", "--tokens", "1T", "--precision", "fp8",
+            "--top", "20"),
+    "offload": ("--gpu", "H100:8", "--nodes", "1", "--model", "llama3-70b", "--tokens", "10B",
+                "--layout", "offload_optimizer=true", "--top", "10"),
+    "dualpipe": ("--gpu", "H100:8", "--nodes", "16", "--model", "Mixtral-8x7B", "--tokens", "100B",
+                 "--moe-overlap", "dualpipe", "--top", "20"),
+    "interleaved": ("--gpu", "H100:8", "--nodes", "32", "--model", "llama3-405b", "--tokens", "1T",
+                    "--layout", "tp=8,pp=16", "--top", "20"),
 }
 
 

@@ -128,3 +128,21 @@ def test_deepspeed_rejected_the_old_arithmetic(plan_doc, tmp_path, monkeypatch):
     del old["sequence_parallel_size"]
     with pytest.raises(AssertionError, match="train_batch_size is not equal"):
         DeepSpeedConfig(old)
+
+
+def test_embedding_and_loss_aware_split_is_said(plan_doc, tmp_path):
+    """The plan's pipeline split with the embedding and the loss counted (Llama 3.1 405B: 126 + 2
+    on pp=8) cannot go in a DeepSpeed config: one line says so, with the plan's layers per stage."""
+    doc = plan_doc("13b")   # 40 layers, pp=2
+    lay = doc["best"]["layout"]
+    doc["layers"] = 126
+    doc.pop("model_spec")      # a 126-layer stand-in: no shape to agree with
+    doc = with_layout(doc, pp_embedding_layer=True, pp_loss_layer=True, pp=8, interleave=1, dp=lay["dp"] // 4)
+    proc = run("generate", "deepspeed", str(write_plan(tmp_path, doc)), check_rc=0)
+    json.loads(proc.stdout)
+    [line] = [w for w in proc.stderr.splitlines() if "best.layout.pp:" in w]
+    assert "cannot set the pipeline split" in line and "[15, 16, 16, 16, 16, 16, 16, 15]" in line
+    assert "the embedding and the loss" in line
+    # An even split of the transformer layers alone is what "uniform" does: nothing to say.
+    even = run("generate", "deepspeed", str(write_plan(tmp_path, plan_doc("13b"), "even.json")), check_rc=0)
+    assert "best.layout.pp:" not in even.stderr

@@ -3,6 +3,7 @@
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 
@@ -72,12 +73,13 @@ def _fake_srun_env(tmp_path):
     bin_dir.mkdir()
     for name, body in (("scontrol", 'echo node01; echo node02'),
                        ("srun", 'printf "%s\\n" "$@" > "$RECORD"'),
-                       ("torchrun", 'exit 0')):
+                       ("torchrun", 'exit 0'), ("sbatch", 'printf "%s\\n" "$@" > "$RECORD.sbatch"')):
         f = bin_dir / name
         f.write_text(f"#!/bin/bash\n{body}\n")
         f.chmod(0o755)
     return {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "SLURM_JOB_NODELIST": "node[01-02]",
-            "SLURM_JOB_NUM_NODES": "8", "SLURM_JOB_ID": "42", "RECORD": str(tmp_path / "argv"), "HOME": str(tmp_path)}
+            "SLURM_JOB_NUM_NODES": "8", "SLURM_JOB_ID": "42", "RECORD": str(tmp_path / "argv"), "HOME": str(tmp_path),
+            "DATA_PATH": "/data/x", "TOKENIZER_MODEL": "/tok", "CHECKPOINT_DIR": str(tmp_path / "ckpt")}
 
 
 def test_evil_job_name_runs_and_is_literal(plan_file, tmp_path):
@@ -95,6 +97,48 @@ def test_evil_job_name_runs_and_is_literal(plan_file, tmp_path):
     assert "my train.py" in argv and argv[-1] == "--data=a b; $(touch pwned)"
     assert not (tmp_path / "pwned").exists()
     assert sbatch_directives(script.read_text())["job-name"] == EVIL
+
+
+def test_placeholders_stop_the_job_until_filled(plan_file, tmp_path):
+    """Data, tokenizer and checkpoint directory: the script exits 2 naming the first one unset,
+    before it launches or chains anything; filled in, the job runs with them."""
+    script = tmp_path / "job.sbatch"
+    run("generate", "slurm", str(plan_file), "-o", str(script), check_rc=0)
+    env = _fake_srun_env(tmp_path)
+    for name in ("DATA_PATH", "TOKENIZER_MODEL", "CHECKPOINT_DIR"):
+        proc = subprocess.run(["bash", str(script)], capture_output=True, text=True, cwd=tmp_path, timeout=30,
+                              env={k: v for k, v in env.items() if k != name})
+        assert proc.returncode == 2 and f"set {name}" in proc.stderr, proc.stderr
+        assert not (tmp_path / "argv").exists() and not (tmp_path / "argv.sbatch").exists()
+    proc = subprocess.run(["bash", str(script)], capture_output=True, text=True, env=env, timeout=30, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    argv = (tmp_path / "argv").read_text().splitlines()
+    assert argv[argv.index("--data-path") + 1] == "/data/x" and argv[argv.index("--load") + 1] == env["CHECKPOINT_DIR"]
+    # A lone torchrun command refuses too, through the shell's ${NAME:?message}.
+    cmd = run("generate", "torchrun", str(plan_file), "--head", "node0", check_rc=0).stdout
+    proc = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, timeout=30, cwd=tmp_path,
+                          env={k: v for k, v in env.items() if k != "DATA_PATH"})
+    assert proc.returncode != 0 and "set DATA_PATH" in proc.stderr
+
+
+def test_model_shape_flags(plan_file, tmp_path):
+    """Llama-2-13B's shape from its preset; a YAML model's from the plan's model_spec."""
+    out = run("generate", "slurm", str(plan_file), check_rc=0).stdout
+    for flag in ("--num-layers=40", "--hidden-size=5120", "--num-attention-heads=40", "--ffn-hidden-size=13824",
+                 "--position-embedding-type=rope", "--swiglu", "--normalization=RMSNorm", "--disable-bias-linear"):
+        assert flag in out.split(), flag
+    assert "--group-query-attention" not in out      # 13B: one KV head per query head
+    model = tmp_path / "m.yaml"
+    model.write_text("name: tiny-gqa-moe\nlayers: 6\nhidden: 1024\nheads: 16\nkv_heads: 4\nffn_hidden: 2048\n"
+                     "gated_mlp: true\nvocab: 32000\nseq_len: 2048\nexperts: 8\nexperts_per_token: 2\n"
+                     "moe_ffn_hidden: 512\ndense_layers: 1\nshared_experts: 1\n")
+    plan = run("plan", "train", "--gpu", "H100:8", "--model", str(model), "--tokens", "1B", "--json", check_rc=0)
+    (tmp_path / "p.json").write_text(plan.stdout)
+    words = shlex.split(run("generate", "torchrun", str(tmp_path / "p.json"), check_rc=0).stdout)
+    for flag in ("--num-layers=6", "--hidden-size=1024", "--group-query-attention", "--num-query-groups=4",
+                 "--num-experts=8", "--moe-router-topk=2", "--moe-ffn-hidden-size=512",
+                 "--moe-shared-expert-intermediate-size=512", "--moe-layer-freq=([0]*1+[1]*5)", "--swiglu"):
+        assert flag in words, flag
 
 
 def sbatch_directives(text: str) -> dict[str, str]:
@@ -136,7 +180,9 @@ def test_control_characters_refused(plan_file):
 
 def test_torchrun_command(plan_file):
     out = run("generate", "torchrun", str(plan_file), "--head", "node0", check_rc=0).stdout
-    assert out.startswith("torchrun --nnodes=8 --nproc-per-node=8 ") and "--rdzv-endpoint=node0:29500" in out
+    # tp > 1: Megatron-LM's validate_args wants one CUDA connection (test_megatron_validate.py)
+    assert out.startswith("CUDA_DEVICE_MAX_CONNECTIONS=1 torchrun --nnodes=8 --nproc-per-node=8 ")
+    assert "--rdzv-endpoint=node0:29500" in out
     assert_one_line_error(run("generate", "torchrun", str(plan_file), "--head", "$(reboot)"), "--head")
 
 
@@ -199,7 +245,9 @@ def test_check_passes_on_everything_generated(plan_file, tmp_path):
              "job.yaml": ("k8s", str(plan_file)), "kueue.yaml": ("kueue", CLUSTER)}
     args = []
     for name, (kind, src) in files.items():
-        run("generate", kind, src, "-o", str(tmp_path / name), check_rc=0)
+        # The job's checkpoint interval from the cluster's storage, as `check` computes the optimum.
+        extra = ("--cluster", CLUSTER) if kind in ("slurm", "k8s") else ()
+        run("generate", kind, src, *extra, "-o", str(tmp_path / name), check_rc=0)
         args += ["--job", str(tmp_path / name)]
     proc = run("check", CLUSTER, *args, "--model", "llama2-13b", "--json")
     report = json.loads(proc.stdout)

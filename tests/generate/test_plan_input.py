@@ -18,13 +18,14 @@ def _fake_slurm_env(tmp_path):
     lines are comments to bash)."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    for name, body in (("scontrol", "echo node01"), ("srun", 'printf "%s\\n" "$@" > "$RECORD"')):
+    for name, body in (("scontrol", "echo node01"), ("srun", 'printf "%s\\n" "$@" > "$RECORD"'),
+                       ("sbatch", 'printf "%s\\n" "$@" > "$RECORD.sbatch"')):
         f = bin_dir / name
         f.write_text(f"#!/bin/bash\n{body}\n")
         f.chmod(0o755)
     return {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "SLURM_JOB_NODELIST": "node01",
             "SLURM_JOB_NUM_NODES": "8", "SLURM_JOB_ID": "42", "RECORD": str(tmp_path / "argv"),
-            "HOME": str(tmp_path)}
+            "HOME": str(tmp_path), "DATA_PATH": "/data/x", "TOKENIZER_MODEL": "/tok", "CHECKPOINT_DIR": str(tmp_path)}
 
 
 # (where in the document, hostile value, the field the error must name)
@@ -224,3 +225,17 @@ def test_unknown_layout_keys_of_a_newer_planner_are_accepted(plan_doc, tmp_path)
     doc = with_layout(plan_doc("13b"), some_flag=True, some_count=3, some_mode="fast_v2", some_ratio=0.25)
     run("generate", "slurm", str(write_plan(tmp_path, doc)), check_rc=0)
     json.loads(run("generate", "deepspeed", str(write_plan(tmp_path, doc)), check_rc=0).stdout)
+
+
+def test_model_spec_is_checked(plan_doc, tmp_path):
+    """The plan's model shape is written into the job: a shape that is not a model, or that
+    disagrees with the plan's layer count, is one line naming the field."""
+    doc = plan_doc("13b")
+    assert doc["model_spec"]["layers"] == doc["layers"] == 40
+    bad = json.loads(json.dumps(doc))
+    bad["model_spec"]["heads"] = 7       # 5120 is not a multiple of 7
+    assert_one_line_error(run("generate", "slurm", str(write_plan(tmp_path, bad, "b.json"))), "model_spec")
+    other = json.loads(json.dumps(doc))
+    other["model_spec"]["layers"] = 41
+    assert_one_line_error(run("generate", "slurm", str(write_plan(tmp_path, other, "o.json"))),
+                          "model_spec.layers", "40")

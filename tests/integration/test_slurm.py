@@ -19,6 +19,10 @@ from slurm_cluster import SlurmCluster, why_not
 from tests_cli_helpers import EXE, ROOT
 
 EVIL = 'x"; rm -rf ~; echo "'
+# A generated Megatron-LM job stops until its data, tokenizer and checkpoint directory are set,
+# and chains a successor job unless told it is the last (test_slurm_chain.py tests the chain).
+FILLED = {"DATA_PATH": "/data/x", "TOKENIZER_MODEL": "/tok", "CHECKPOINT_DIR": "/nonexistent/ckpt",
+          "GPUCLUSTER_CHAIN_LEFT": "1"}
 _why = why_not(accounting=True)
 pytestmark = pytest.mark.skipif(_why is not None, reason=_why or "")
 
@@ -67,7 +71,7 @@ def test_generated_job_with_hostile_name_runs(slurm, tmp_path):
     fake.mkdir()
     (fake / "torchrun").write_text(f'#!/bin/bash\nprintf "%s\\n" "$@" > {tmp_path}/argv-$SLURMD_NODENAME\n')
     (fake / "torchrun").chmod(0o755)
-    env = {"PATH": f"{fake}:{os.environ['PATH']}", "HOME": str(tmp_path)}
+    env = {"PATH": f"{fake}:{os.environ['PATH']}", "HOME": str(tmp_path), **FILLED}
     p = gpc(slurm, "slurm", "submit", str(script), "--poll", "0.5", "--json", extra_env=env)
     assert p.returncode == 0, p.stdout + p.stderr
     rep = json.loads(p.stdout)
@@ -140,7 +144,7 @@ def test_plan_submit_takes_the_generate_options_and_leaves_no_file(slurm, tmp_pa
     tmp.mkdir()
     (fake / "torchrun").write_text("#!/bin/bash\necho torchrun-ran\n")
     (fake / "torchrun").chmod(0o755)
-    env = {"PATH": f"{fake}:{os.environ['PATH']}", "TMPDIR": str(tmp)}
+    env = {"PATH": f"{fake}:{os.environ['PATH']}", "TMPDIR": str(tmp), **FILLED}
     p = gpc(slurm, "slurm", "submit", str(tmp_path / "plan.json"), "--gres-type", "h200", "--time", "7:00",
             "--partition", "gpu", "--account", "research", "--poll", "0.5", "--json", extra_env=env)
     assert p.returncode == 0, p.stdout + p.stderr

@@ -19,6 +19,12 @@ Style = Annotated[str, typer.Option("--args", help="Layout flags appended for th
 Out = Annotated[Optional[str], typer.Option("--out", "-o", help="Write to this file instead of stdout")]
 JobName = Annotated[str, typer.Option(help="Job name (any printable text; quoted safely)")]
 Ifname = Annotated[Optional[str], typer.Option(help="NCCL_SOCKET_IFNAME (default: ^lo,docker)")]
+CkCluster = Annotated[Optional[str], typer.Option(
+    "--cluster", help="Cluster spec YAML: checkpoint write time from its storage tiers (as `gpucluster reliability`)")]
+CkGbps = Annotated[Optional[float], typer.Option(
+    "--checkpoint-write-gbps", help="Without --cluster: GB/s the job writes checkpoints at (default 10, an assumption)")]
+CkEvery = Annotated[Optional[str], typer.Option(
+    "--checkpoint-interval", help="Checkpoint this often (30m, 2h, 1800) instead of Daly's optimum")]
 
 
 def _check_out(out: str | None) -> None:
@@ -47,6 +53,25 @@ def _launch(script: str, arg: list[str] | None, style: str, ds: str | None = Non
     return Launch(script=script, script_args=tuple(arg or ()), arg_style=style, deepspeed_config=ds)
 
 
+def _with_checkpoints(launch, job, cluster: str | None, gbps: float | None, every: str | None):
+    """The launch with the job's checkpoint interval (Megatron-LM arguments only)."""
+    from dataclasses import replace
+
+    from gpucluster.generate.megatron_job import checkpointing
+    from gpucluster.generate.megatron_model import model_spec
+
+    if launch.arg_style != "megatron":
+        return launch
+    ck = checkpointing(job, model_spec(job), cluster=cluster, write_gbps=gbps, interval=every)
+    return replace(launch, checkpoint=ck)
+
+
+def _assumed(job, launch) -> list[str]:
+    """The checkpoint interval's assumption, when a default stood in for the storage."""
+    ck = launch.checkpoint
+    return [f"{job.source}: {ck.assumption}"] if ck is not None and ck.assumption else []
+
+
 @generate_app.command("slurm")
 def slurm(plan: PlanArg, job_name: JobName = "train", time: Annotated[str, typer.Option(help="Slurm --time")] = "48:00:00",
           partition: Annotated[Optional[str], typer.Option(help="Slurm partition")] = None,
@@ -54,9 +79,12 @@ def slurm(plan: PlanArg, job_name: JobName = "train", time: Annotated[str, typer
           gres_type: Annotated[Optional[str], typer.Option(help="GRES type (default: the GPU's short name)")] = None,
           socket_ifname: Ifname = None, script: Script = "train.py", arg: Args = None, args_style: Style = "megatron",
           deepspeed_config: Annotated[Optional[str], typer.Option(help="Pass this DeepSpeed JSON to the program")] = None,
+          cluster: CkCluster = None, checkpoint_write_gbps: CkGbps = None, checkpoint_interval: CkEvery = None,
           out: Out = None) -> None:
     """An sbatch script: nodes, one task per node, GPUs with their type, exclusive, NCCL environment
-    for the fabric, torchrun with a c10d rendezvous on the first node."""
+    for the fabric, torchrun with a c10d rendezvous on the first node. With Megatron-LM arguments:
+    the model's shape, data/tokenizer/checkpoint placeholders the job stops without, checkpoints
+    at Daly's interval, and a chain of jobs (afterany) that resumes past the time limit."""
     from gpucluster.generate.plan_file import load_plan
     from gpucluster.generate.slurm import SlurmOptions, sbatch_script
     from gpucluster.generate.torchrun import layout_notes
@@ -66,13 +94,16 @@ def slurm(plan: PlanArg, job_name: JobName = "train", time: Annotated[str, typer
     launch = _launch(script, arg, args_style, deepspeed_config)
     _check_out(out)
     job = load_plan(plan)
+    launch = _with_checkpoints(launch, job, cluster, checkpoint_write_gbps, checkpoint_interval)
     text = sbatch_script(job, launch, opts)
-    _emit(text, out, True, layout_notes(job, args_style)[1])
+    _emit(text, out, True, layout_notes(job, args_style, launch)[1] + _assumed(job, launch))
 
 
 @generate_app.command("torchrun")
 def torchrun(plan: PlanArg, head: Annotated[str, typer.Option(help="First node's address or $VARIABLE")] = "$MASTER_ADDR",
-             script: Script = "train.py", arg: Args = None, args_style: Style = "megatron", out: Out = None) -> None:
+             script: Script = "train.py", arg: Args = None, args_style: Style = "megatron",
+             cluster: CkCluster = None, checkpoint_write_gbps: CkGbps = None, checkpoint_interval: CkEvery = None,
+             out: Out = None) -> None:
     """The torchrun command to run on every node."""
     from gpucluster.generate.plan_file import load_plan
     from gpucluster.generate.torchrun import layout_notes, torchrun_command
@@ -80,8 +111,9 @@ def torchrun(plan: PlanArg, head: Annotated[str, typer.Option(help="First node's
     launch = _launch(script, arg, args_style)
     _check_out(out)
     job = load_plan(plan)
+    launch = _with_checkpoints(launch, job, cluster, checkpoint_write_gbps, checkpoint_interval)
     text = torchrun_command(job, launch, head) + "\n"
-    _emit(text, out, warnings=layout_notes(job, args_style)[1])
+    _emit(text, out, warnings=layout_notes(job, args_style, launch)[1] + _assumed(job, launch))
 
 
 @generate_app.command("deepspeed")
@@ -100,11 +132,13 @@ def deepspeed(plan: PlanArg, out: Out = None) -> None:
 def k8s(plan: PlanArg, job_name: JobName = "train",
         namespace: Annotated[str, typer.Option(help="Kubernetes namespace")] = "default",
         queue: Annotated[Optional[str], typer.Option(help="Kueue LocalQueue ('' for none)")] = "gpucluster",
-        image: Annotated[str, typer.Option(help="Container image")] = "nvcr.io/nvidia/pytorch:24.05-py3",
+        image: Annotated[Optional[str], typer.Option(
+            help="Container image (default: the vendor's PyTorch image, CUDA or ROCm)")] = None,
         socket_ifname: Ifname = None, script: Script = "train.py", arg: Args = None, args_style: Style = "megatron",
+        cluster: CkCluster = None, checkpoint_write_gbps: CkGbps = None, checkpoint_interval: CkEvery = None,
         out: Out = None) -> None:
-    """A Kubernetes Indexed Job (one pod per node, nvidia.com/gpu limits, Kueue label) and its
-    headless Service for the torchrun rendezvous."""
+    """A Kubernetes Indexed Job (one pod per node, the vendor's GPU resource and image, Kueue label)
+    and its headless Service for the torchrun rendezvous."""
     from gpucluster.generate.k8s import K8sOptions, k8s_yaml
     from gpucluster.generate.plan_file import load_plan
     from gpucluster.generate.torchrun import layout_notes
@@ -114,8 +148,9 @@ def k8s(plan: PlanArg, job_name: JobName = "train",
     launch = _launch(script, arg, args_style)
     _check_out(out)
     job = load_plan(plan)
+    launch = _with_checkpoints(launch, job, cluster, checkpoint_write_gbps, checkpoint_interval)
     text = k8s_yaml(job, launch, opts)
-    _emit(text, out, warnings=layout_notes(job, args_style)[1])
+    _emit(text, out, warnings=layout_notes(job, args_style, launch)[1] + _assumed(job, launch))
 
 
 @generate_app.command("kueue")

@@ -128,6 +128,8 @@ class PlanTrainDocument(Document):
     global_batch: int
     seq_len: int
     layers: int
+    model_spec: dict[str, Any] | None = Field(None, description="the model's shape (TransformerSpec fields), "
+                                                                "which `generate` writes as framework arguments")
     best: Estimate
     ranked: list[Estimate]
     steps: Num
@@ -180,7 +182,8 @@ def build(plan: Any) -> PlanTrainDocument:
         target=Target(description=tgt.description, gpus=tgt.gpus, nodes=tgt.nodes, fabric=tgt.fabric.describe(),
                       **tgt.fabric.job_fields()),
         tokens=plan.tokens, tokens_source=plan.tokens_source, global_batch=plan.global_batch, seq_len=plan.seq_len,
-        layers=plan.spec.layers, best=_estimate(plan.best, iv), ranked=ranked, interval=uncertainty,
+        layers=plan.spec.layers, model_spec=plan.spec.model_dump(mode="json"), best=_estimate(plan.best, iv),
+        ranked=ranked, interval=uncertainty,
         steps=plan.steps, time_to_train_s=plan.time_to_train_s, gpu_hours=plan.gpu_hours,
         cost_usd=cost,
         price=None if rent is None else Price(usd_per_gpu_hour=rent[0], source=rent[1]),

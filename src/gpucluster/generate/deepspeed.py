@@ -85,10 +85,32 @@ def deepspeed_warnings(plan: JobPlan) -> list[str]:
     if lay.get("ep", 1) > 1:
         out.append(f"{src}: best.layout.ep: a DeepSpeed config does not set expert parallelism ({lay['ep']}); "
                    "the program must (deepspeed.moe.layer.MoE ep_size)")
+    split = _pipeline_split_note(plan)
+    if split:
+        out.append(split)
     if lay.get("precision") == "fp8":
         out.append(f"{src}: best.layout.precision: DeepSpeed has no fp8 setting; the config enables bf16 and "
                    "fp8 GEMMs must come from the program (Transformer Engine)")
     return out
+
+
+def _pipeline_split_note(plan: JobPlan) -> str | None:
+    """The plan's layers per stage, when a uniform split of the transformer layers is not it: a
+    DeepSpeed JSON config cannot say how PipelineModule partitions (its `partition_method`
+    argument, in the program, does), so the line names the split to reproduce."""
+    from gpucluster.generate.megatron import plan_stage_layers
+
+    lay = plan.layout
+    pp = lay["pp"]
+    emb, loss = bool(lay.get("pp_embedding_layer")), bool(lay.get("pp_loss_layer"))
+    if pp == 1 or plan.layers is None or not (emb or loss or plan.layers % pp):
+        return None
+    counts = plan_stage_layers(plan.layers, pp, emb, loss)
+    what = " and ".join(w for w, on in (("the embedding", emb), ("the loss", loss)) if on)
+    counted = f" ({what} counted as a layer on the first/last stage)" if what else ""
+    return (f"{plan.source}: best.layout.pp: a DeepSpeed config cannot set the pipeline split; the plan's "
+            f"{pp} stages hold {counts} transformer layers{counted}: give PipelineModule a partition_method "
+            "that reproduces it")
 
 
 def deepspeed_json(plan: JobPlan) -> str:

@@ -1,5 +1,12 @@
-"""A Kubernetes Indexed Job (one pod per node, torchrun in each) with `nvidia.com/gpu` limits,
-the Kueue queue label and a headless Service for the rendezvous."""
+"""A Kubernetes Indexed Job (one pod per node, torchrun in each) with the GPU vendor's device
+plugin resource (`nvidia.com/gpu`, or `amd.com/gpu` for AMD Instinct: the name the AMD GPU
+device plugin registers, and the resource generate/kueue.py gives the AMD flavor its quota
+in), a container image for the vendor (CUDA or ROCm PyTorch), the Kueue queue label and a
+headless Service for the rendezvous.
+
+With Megatron-LM arguments, the data, tokenizer and checkpoint directory are container
+environment variables left empty: the container's command refuses to start until each is set
+(kubelet expands `$(NAME)` in the arguments from them)."""
 
 from __future__ import annotations
 
@@ -21,16 +28,42 @@ class K8sOptions:
     job_name: str = "train"
     namespace: str = "default"
     queue: str | None = "gpucluster"     # Kueue LocalQueue; None: no label
-    image: str = "nvcr.io/nvidia/pytorch:24.05-py3"
+    image: str | None = None              # None: the vendor's PyTorch image (IMAGES)
     socket_ifname: str | None = None
     cpu_per_gpu: int = 8
     memory_gib_per_gpu: int = 64
 
     def __post_init__(self) -> None:
-        for f, v in (("--job-name", self.job_name), ("--namespace", self.namespace), ("--image", self.image)):
+        for f, v in (("--job-name", self.job_name), ("--namespace", self.namespace)):
             check_text(v, f)
+        if self.image is not None:
+            check_text(self.image, "--image")
         if self.queue is not None:
             check_text(self.queue, "--queue")
+
+
+# The vendor's PyTorch container (the generated command starts torchrun in it): NVIDIA's NGC
+# PyTorch, AMD's ROCm PyTorch (hub.docker.com/r/rocm/pytorch).
+IMAGES = {"nvidia": "nvcr.io/nvidia/pytorch:24.05-py3",
+          "amd": "rocm/pytorch:rocm6.2_ubuntu22.04_py3.10_pytorch_release_2.3.0"}
+RESOURCES = {"nvidia": "nvidia.com/gpu", "amd": "amd.com/gpu"}
+
+
+def gpu_vendor(gpu: str) -> str:
+    from gpucluster.catalog import catalog
+
+    return catalog.gpus.get(gpu).vendor if gpu in catalog.gpus else "nvidia"
+
+
+def k8s_var(name: str) -> str:
+    return f"$({name})"
+
+
+def _guarded(argv: list[str], names: list[str]) -> list[str]:
+    """bash -c: stop (exit 2) naming the first placeholder left empty, else exec the command."""
+    check = (f"for v in {' '.join(names)}; do if [ -z \"${{!v}}\" ]; then echo \"error: set $v in the "
+             "container's env\" >&2; exit 2; fi; done; exec \"$@\"")
+    return ["/bin/bash", "-c", check, "train", *argv]
 
 
 def k8s_objects(plan: JobPlan, launch: Launch, opts: K8sOptions) -> list[dict]:
@@ -43,13 +76,24 @@ def k8s_objects(plan: JobPlan, launch: Launch, opts: K8sOptions) -> list[dict]:
     annotations = {NAME_ANNOTATION: opts.job_name,
                    "gpucluster.io/plan": f"{plan.model} on {plan.nodes} x {plan.gpus_per_node} {plan.gpu}"}
     head = f"{name}-0.{name}.{ns}.svc"
-    argv = torchrun_words(plan, launch, nnodes=str(plan.nodes), endpoint=f"{head}:{launch.port}", rdzv_id=name)
+    argv = [str(w) for w in torchrun_words(plan, launch, nnodes=str(plan.nodes), endpoint=f"{head}:{launch.port}",
+                                           rdzv_id=name, var=k8s_var)]
+    env = [{"name": n, "value": v} for n, v, _ in nccl_env(plan, opts.socket_ifname)]
+    if launch.arg_style == "megatron":
+        from gpucluster.generate.megatron import megatron_args
+        from gpucluster.generate.megatron_job import PLACEHOLDERS
+
+        env += [{"name": n, "value": v} for n, v in megatron_args(plan).env.items() if v is not None]
+        env += [{"name": n, "value": ""} for n, _ in PLACEHOLDERS]
+        argv = _guarded(argv, [n for n, _ in PLACEHOLDERS])
+    vendor = gpu_vendor(plan.gpu)
+    gpu_key = RESOURCES.get(vendor, "nvidia.com/gpu")
     g = plan.gpus_per_node
-    resources = {"limits": {"nvidia.com/gpu": g},
-                 "requests": {"nvidia.com/gpu": g, "cpu": str(opts.cpu_per_gpu * g),
+    resources = {"limits": {gpu_key: g},
+                 "requests": {gpu_key: g, "cpu": str(opts.cpu_per_gpu * g),
                               "memory": f"{opts.memory_gib_per_gpu * g}Gi"}}
-    container = {"name": "trainer", "image": opts.image, "command": [str(w) for w in argv],
-                 "env": [{"name": n, "value": v} for n, v, _ in nccl_env(plan, opts.socket_ifname)],
+    container = {"name": "trainer", "image": opts.image or IMAGES.get(vendor, IMAGES["nvidia"]), "command": argv,
+                 "env": env,
                  "ports": [{"containerPort": launch.port, "name": "rdzv"}],
                  "resources": resources,
                  "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}]}

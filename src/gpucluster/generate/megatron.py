@@ -59,6 +59,8 @@ MEGATRON_FLAGS: dict[str, str | None] = {
     "--overlap-param-gather": "overlap_param_gather",
     "--optimizer-cpu-offload": "optimizer_cpu_offload",
     "--optimizer-offload-fraction": "optimizer_offload_fraction",
+    "--ckpt-format": None,
+    "--use-precision-aware-optimizer": "use_precision_aware_optimizer",
     "--micro-batch-size": None,
     "--global-batch-size": None,
     "--seq-length": None,
@@ -72,6 +74,8 @@ FSDP_STRATEGY = {2: "optim_grads", 3: "optim_grads_params"}
 class MegatronArgs:
     args: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)   # one line each, for stderr
+    # Environment the job must set (None: must be unset), with why; validate_args checks it.
+    env: dict[str, str | None] = field(default_factory=dict)
 
 
 def plan_stage_layers(layers: int, pp: int, embedding: bool = False, loss: bool = False) -> list[int]:
@@ -138,7 +142,23 @@ def megatron_args(plan: JobPlan) -> MegatronArgs:
                                             "sequence parallelism (sequence_parallel is false)")
         out.append("--tp-comm-overlap")
     _moe(plan, res, refuse)
+    _environment(plan, res)
     return res
+
+
+# Megatron-LM validate_args (arguments.py): before Blackwell, tensor or context parallelism needs
+# CUDA_DEVICE_MAX_CONNECTIONS=1 (one hardware queue, so that a communication kernel is launched
+# before the GEMM it overlaps); Megatron-FSDP needs it unset (its all-gathers and
+# reduce-scatters run on their own streams). Setting 1 on Blackwell is harmless.
+CONNECTIONS = "CUDA_DEVICE_MAX_CONNECTIONS"
+
+
+def _environment(plan: JobPlan, res: MegatronArgs) -> None:
+    lay = plan.layout
+    if "--use-megatron-fsdp" in res.args:
+        res.env[CONNECTIONS] = None
+    elif lay["tp"] > 1 or lay.get("cp", 1) > 1:
+        res.env[CONNECTIONS] = "1"
 
 
 def _pipeline_split(plan: JobPlan, res: MegatronArgs, refuse) -> None:
@@ -187,8 +207,9 @@ def _data_parallel(plan: JobPlan, out: list[str], refuse) -> None:
             raise refuse("zero", f"ZeRO-{zero} with pp={lay['pp']}: sharded gradients are reduced every micro "
                                  "batch, which Megatron's pipeline schedules do not support (use zero=1)")
         # Megatron-FSDP runs on the distributed optimizer (DistributedOptimizer's FSDP paths).
+        # Megatron-FSDP saves only in its own format (validate_args).
         out += ["--use-distributed-optimizer", "--use-megatron-fsdp",
-                f"--data-parallel-sharding-strategy={FSDP_STRATEGY[zero]}"]
+                f"--data-parallel-sharding-strategy={FSDP_STRATEGY[zero]}", "--ckpt-format=fsdp_dtensor"]
     elif zero == 1:
         out.append("--use-distributed-optimizer")
     if lay.get("overlap_dp_comm", True):
@@ -197,7 +218,8 @@ def _data_parallel(plan: JobPlan, out: list[str], refuse) -> None:
             out.append("--overlap-param-gather")   # Megatron allows it only with the distributed optimizer
     if lay.get("offload_optimizer"):
         # megatron-core's default fraction is 0.0: say "all of it" as the plan does.
-        out += ["--optimizer-cpu-offload", "--optimizer-offload-fraction=1.0"]
+        # The hybrid CPU/GPU optimizer reuses the precision-aware optimizer's code path (validate_args).
+        out += ["--optimizer-cpu-offload", "--optimizer-offload-fraction=1.0", "--use-precision-aware-optimizer"]
 
 
 def _moe(plan: JobPlan, res: MegatronArgs, refuse) -> None:

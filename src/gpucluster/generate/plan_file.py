@@ -4,6 +4,7 @@ into the facts a generator needs, after validating all of it (plan_schema.py).""
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,6 +33,8 @@ class JobPlan:
     source: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
     layers: int | None = None  # transformer layers: from the plan, else the model preset; None: unknown
+    model_spec: dict[str, Any] | None = None   # the model's shape (TransformerSpec fields), validated
+    steps: float | None = None  # optimizer steps to train (the plan's tokens / batch)
 
     def __post_init__(self) -> None:
         # Whoever builds a JobPlan (a file, `slurm submit`, a test), its values are checked
@@ -41,6 +44,15 @@ class JobPlan:
                           "scale_out_link": self.scale_out_link, "nic": self.nic, "layers": self.layers},
                          self.source or None)
         check_strings({"description": self.description}, self.source or "<plan>")
+        if self.model_spec is not None:
+            _check_spec(self.model_spec, self.source or None)
+            if self.layers is not None and self.model_spec.get("layers") != self.layers:
+                raise UserError(f"{self.model_spec.get('layers')} is not the plan's layers ({self.layers})",
+                                file=self.source or None, field="model_spec.layers")
+
+    @property
+    def train_iters(self) -> int | None:
+        return None if self.steps is None else max(1, math.ceil(self.steps - 1e-9))
 
     @property
     def gpus(self) -> int:
@@ -97,7 +109,22 @@ def plan_from_dict(data: Any, path: str = "<plan>") -> JobPlan:
     return JobPlan(model=doc.model, gpu=gpu, gpus_per_node=per, nodes=t.nodes, layout=layout,
                    seq_len=doc.seq_len, step_s=float(doc.best.step_s), scale_out_link=t.scale_out_link,
                    nic=t.nic, description=t.description, source=path,
-                   layers=doc.layers if doc.layers is not None else preset_layers(doc.model))
+                   layers=doc.layers if doc.layers is not None else preset_layers(doc.model),
+                   model_spec=doc.model_spec, steps=None if doc.steps is None else float(doc.steps))
+
+
+def _check_spec(data: dict[str, Any], source: str | None) -> None:
+    """The plan's model shape is a valid TransformerSpec whose layer count is the plan's."""
+    from pydantic import ValidationError
+
+    from gpucluster.specs.workload import TransformerSpec
+
+    try:
+        TransformerSpec.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors(include_url=False)[0]
+        where = ".".join(["model_spec", *(str(p) for p in err["loc"])])
+        raise UserError(err["msg"].removeprefix("Value error, "), file=source, field=where) from None
 
 
 def preset_layers(model: str) -> int | None:

@@ -147,6 +147,10 @@ class PlanDoc(BaseModel):
     target: PlanTarget
     best: PlanBest
     layers: Count | None = None    # a plan may carry the model's layer count (the generators need it for pp)
+    # The model's shape (checked as a TransformerSpec by plan_file) and the run's length: the
+    # generators write them as framework arguments (model shape, --train-iters, checkpoints).
+    model_spec: dict[str, Any] | None = None
+    steps: Annotated[StrictFloat | StrictInt, AfterValidator(_finite), Field(le=MAX_BIG)] | None = None
 
 
 class JobFields(BaseModel):

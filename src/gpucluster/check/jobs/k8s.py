@@ -17,6 +17,7 @@ from gpucluster.specs.loader import _record_lines
 from gpucluster.specs.safe_yaml import CONSTRUCT_ERRORS, check_tree, yaml_error
 
 GPU_KEY = "nvidia.com/gpu"
+GPU_KEYS = (GPU_KEY, "amd.com/gpu")   # the NVIDIA and AMD device plugins' resources
 # Objects that run no pods and sit beside workloads in one manifest (a Job's headless Service,
 # Kueue's queues): nothing to check, not a parse problem.
 NO_PODS = ("Service", "ConfigMap", "Secret", "Namespace", "ServiceAccount", "ResourceFlavor", "ClusterQueue",
@@ -151,9 +152,11 @@ def _workload(job: JobFile, doc: dict, kind: str, specs: list[tuple[tuple, Any, 
             if not isinstance(c, dict):
                 job.problems.append(Problem(lines.get(cpath), f"container {i}: expected a mapping, got {_short(c)}"))
                 continue
-            limit = _get(c, "resources", "limits", GPU_KEY)
-            if limit is not None:
-                gpus = Setting(str(limit), lines.get((*cpath, "resources", "limits", GPU_KEY)))
+            for key in GPU_KEYS:
+                limit = _get(c, "resources", "limits", key)
+                if limit is not None:
+                    gpus = Setting(str(limit), lines.get((*cpath, "resources", "limits", key)))
+                    break
             for j, e in enumerate(_list(c.get("env"), "env", lines.get((*cpath, "env")), job)):
                 if isinstance(e, dict) and "name" in e and "value" in e:
                     job.env[str(e["name"])] = Setting(str(e["value"]), lines.get((*cpath, "env", j, "value")))
