@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from gpucluster.api_args import PLAN_TRAIN, TRAIN_FLAGS, checked
 from gpucluster.errors import UserError
 from gpucluster.plan.fabric_from import from_options
 from gpucluster.plan.train_plan import (CHINCHILLA_TOKENS_PER_PARAM, DEFAULT_BATCH_TOKENS, TrainingPlan, plan_training,
@@ -120,6 +121,7 @@ def merge_stack(fixed: dict[str, Any], stack: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+@checked(PLAN_TRAIN, flags=TRAIN_FLAGS)
 def plan_train(model: str | TransformerSpec, *, cluster: str | None = None, pool: str | None = None,
                gpu: str | None = None, nodes: int | None = None, nic: str = "NDR400",
                nics_per_node: int | None = None, tokens: int | str | None = None, global_batch: int | None = None,

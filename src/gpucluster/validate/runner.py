@@ -6,6 +6,7 @@ import statistics
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from gpucluster.api_args import ONE_PATH, checked
 from gpucluster.specs.loader import load_yaml, parse_data
 from gpucluster.specs.validation_case import ValidationFile
 from gpucluster.validate import training_predictor  # noqa: F401  (registers the `training` kind)
@@ -40,6 +41,7 @@ def load_file(path: str | Path) -> ValidationFile:
     return parse_data(ValidationFile, data, str(path), lines)
 
 
+@checked(ONE_PATH)
 def run_file(path: str | Path) -> list[CaseResult]:
     vf = load_file(path)
     results: list[CaseResult] = []
