@@ -37,7 +37,7 @@ def shown(value: Any) -> str:
     """A bad value as an error line quotes it: its repr, cut to MAX_QUOTE characters."""
     try:
         text = repr(value)
-    except Exception:   # a hostile __repr__: the type says enough
+    except Exception:   # noqa: BLE001  # a hostile __repr__ may raise anything: the type says enough
         text = f"<{type(value).__name__}>"
     return text if len(text) <= MAX_QUOTE else text[:MAX_QUOTE] + f"... ({len(text)} characters)"
 
@@ -105,7 +105,7 @@ class PathArg(Rule):
         if isinstance(value, os.PathLike):
             try:
                 value = os.fspath(value)
-            except Exception:
+            except Exception:   # noqa: BLE001  # a hostile __fspath__
                 return self.what
         if not isinstance(value, str) or not value or "\x00" in value or len(value) > 4096:
             return self.what
