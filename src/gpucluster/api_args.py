@@ -252,3 +252,25 @@ CHECK = {
 ONE_PATH = {"path": PathArg()}
 MODEL_NAME = {"name_or_path": AnyOf(Text(), PathArg())}
 DOCUMENT_NAME = {"name": Text(max_len=200)}
+
+
+MAX_WAIT_S = 30 * 86400.0       # following a job: a month
+MAX_COMMAND_S = 86400.0          # one Slurm command, one benchmark run, one poll interval
+
+
+def seconds_option(value: Any, flag: str, *, high: float = MAX_COMMAND_S) -> float:
+    """A time option (--timeout, --poll, --wait): a finite number of seconds in (0, high].
+    nan, inf, -1 or 1e9 is one line here, never an OverflowError in time.sleep or a follow
+    that never ends."""
+    rule = Real(0, high, above=True, unit=" s")
+    if value is None or rule.check(value) is not None:
+        raise UserError(f"must be seconds > 0 and <= {high:g}, got {shown(value)}", field=flag)
+    return float(value)
+
+
+def count_option(value: Any, flag: str, low: int, high: int) -> int:
+    """A count option (--iters, --nodes, --local) in [low, high]."""
+    rule = Int(low, high)
+    if value is None or rule.check(value) is not None:
+        raise UserError(f"must be {rule.what}, got {shown(value)}", field=flag)
+    return int(value)
