@@ -372,8 +372,12 @@ def import_(out: Annotated[str, typer.Option("--out", "-o", help="Trace file to 
     from gpucluster.errors import UserError
     from gpucluster.sim.traces.sacct import read_sacct
 
+    from gpucluster.output_file import check_output_path, write_output
+
     if scenario and not cluster:
         raise UserError("--scenario needs --cluster SPEC", field="--cluster")
+    out_path = check_output_path(out, "--out")     # before sacct runs: a folder, a loop of links, a FIFO
+    scenario_path = check_output_path(scenario, "--scenario") if scenario else None
     spec = None
     if scenario and cluster:
         # The scenario must replay: a missing cluster or an unknown policy is refused before sacct runs.
@@ -413,11 +417,7 @@ def import_(out: Annotated[str, typer.Option("--out", "-o", help="Trace file to 
         part_text = raw.decode("utf-8", "replace")
     text = _client(timeout).history(since, until)
     _check_history(text)
-    from gpucluster.files import replace_atomically
-    try:   # whole or not at all, and only once it reads as sacct's history
-        replace_atomically(out, text)
-    except OSError as exc:
-        raise UserError(f"cannot write: {exc.strerror or exc}", file=out[:300]) from None
+    write_output(out, text, field="--out")   # whole or not at all, and only once it reads as sacct's history
     read = read_sacct(out)
     lines = text.splitlines()
     header = lines[0].split("|") if lines else []
@@ -439,9 +439,10 @@ def import_(out: Annotated[str, typer.Option("--out", "-o", help="Trace file to 
     info: dict[str, Any] = {"trace": out, "rows": read.rows, "jobs": len(read.jobs), "skipped": dict(read.skipped),
             "bad": dict(read.bad), "states": states, "replay_states": replay, "partitions": partitions}
     if scenario and cluster:    # (--scenario without --cluster was refused above)
-        base = Path(scenario).resolve().parent
-        doc: dict[str, Any] = {"name": f"sacct-replay-{Path(out).stem}",
-                               "cluster": os.path.relpath(Path(cluster).resolve(), base), "policy": policy}
+        assert scenario_path is not None
+        base = scenario_path.parent
+        doc: dict[str, Any] = {"name": f"sacct-replay-{out_path.stem}",
+                               "cluster": os.path.relpath(os.path.realpath(cluster), base), "policy": policy}
         if part_text is not None:
             from gpucluster.sim.traces.slurm_partitions import read_partitions, scenario_fields
             pread = read_partitions(part_text, part_source)
@@ -456,11 +457,8 @@ def import_(out: Annotated[str, typer.Option("--out", "-o", help="Trace file to 
             info["partitions_read"] = pread.report()
             info["partition_summary"] = pread.summary()
         doc["workloads"] = [{"kind": "trace", "name": "sacct", "format": "sacct",
-                             "path": os.path.relpath(Path(out).resolve(), base)}]
-        try:
-            replace_atomically(scenario, yaml.safe_dump(doc, sort_keys=False))
-        except OSError as exc:
-            raise UserError(f"cannot write: {exc.strerror or exc}", file=scenario[:300]) from None
+                             "path": os.path.relpath(out_path, base)}]
+        write_output(scenario, yaml.safe_dump(doc, sort_keys=False), field="--scenario")
         info["scenario"] = scenario
     if json_out:
         print_json(info)
