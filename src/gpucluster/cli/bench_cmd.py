@@ -254,12 +254,14 @@ def _free_space(path: str, nbytes: int) -> None:
     from gpucluster.errors import UserError
     from gpucluster.output_file import shown_name
 
+    from gpucluster.files import is_file
+
     try:
+        if not os.path.isdir(path) or is_file(path):
+            raise UserError("not a directory", file=shown_name(path))
         st = os.statvfs(path)
     except (OSError, ValueError) as exc:
-        reason = "not a directory" if isinstance(exc, NotADirectoryError) else \
-            (getattr(exc, "strerror", None) or "not a valid path")
-        raise UserError(reason, file=shown_name(path)) from None
+        raise UserError(getattr(exc, "strerror", None) or "not a valid path", file=shown_name(path)) from None
     free = st.f_bavail * st.f_frsize
     keep = max(1 << 30, st.f_blocks * st.f_frsize // 20)
     if nbytes > free - keep:
