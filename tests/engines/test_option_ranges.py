@@ -13,8 +13,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fuzz"))
 from fuzz_oracle import classify, run_in_process
 
 ROOT = Path(__file__).resolve().parents[2]
-GRID = "name: big\ncommand: [plan, train]\nbase: {model: llama2-7b, gpu: 'H100:8'}\ngrid: {%s}\n" % ", ".join(
-    f"k{i}: [1, 2]" for i in range(22))
+GRID = "name: big\ncommand: [plan, train]\nbase: {{model: llama2-7b, gpu: 'H100:8'}}\ngrid: {{{}}}\n".format(", ".join(
+    f"k{i}: [1, 2]" for i in range(22)))
 BATCH = """name: b
 cluster: %s
 horizon_days: 1
@@ -60,7 +60,7 @@ def test_bench_storage_checks_free_space_first(tmp_path):
     free = st.f_bavail * st.f_frsize
     if free > 1 << 40:
         pytest.skip("more than 1 TiB free: the size cap answers first")
-    code, out, err = run_in_process(["bench", "storage", str(tmp_path), "--size", str(max(free, 1 << 30))],
+    code, _out, err = run_in_process(["bench", "storage", str(tmp_path), "--size", str(max(free, 1 << 30))],
                                     timeout_s=60, cwd=tmp_path)
     assert code == 2 and "free" in err
     assert not list(tmp_path.iterdir())
