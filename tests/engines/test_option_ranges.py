@@ -64,3 +64,20 @@ def test_bench_storage_checks_free_space_first(tmp_path):
                                     timeout_s=60, cwd=tmp_path)
     assert code == 2 and "free" in err
     assert not list(tmp_path.iterdir())
+
+
+CASE = """schema: gpucluster-validation/v1
+cases:
+  - id: c1
+    kind: collective
+    hardware: {gpu: H100-SXM5-80GB, gpus: 8, gpus_per_node: 8}
+    collective: {op: all_reduce, bytes: 1048576, gpus: GPUS, gpus_per_node: 8}
+    measured: {busbw_gbps: MEASURED}
+"""
+
+
+@pytest.mark.parametrize("gpus,measured", [(8, ".nan"), (8, ".inf"), (0, 43.7), (-8, 43.7)])
+def test_validate_refuses_a_nan_measurement_or_zero_gpus(tmp_path, gpus, measured):
+    (tmp_path / "v.yaml").write_text(CASE.replace("GPUS", str(gpus)).replace("MEASURED", str(measured)))
+    code, out, err = run_in_process(["validate", "v.yaml"], cwd=tmp_path)
+    assert code == 2 and not classify(code, out, err, refuse=True), err

@@ -149,6 +149,8 @@ def plan_train(model: str | TransformerSpec, *, cluster: str | None = None, pool
         raise UserError(f"must be >= 1, got {gbs}", field="--global-batch")
     if isinstance(layout, str):
         layout = parse_layout(layout)
+    elif isinstance(layout, dict):   # from Python: the same keys and values as the text, checked the same way
+        layout = parse_layout(",".join(f"{k}={v}" for k, v in layout.items()))
     fixed = merge_stack(layout or {}, {"attention": attention, "overlap_dp_comm": dp_overlap,
                                        "overlap_tp_comm": tp_overlap, "moe_overlap": moe_overlap})
     plan = plan_training(spec, target, gbs, budget, s, fixed=fixed, top=top, precision=precision,

@@ -13,7 +13,8 @@ from gpucluster.validate import training_predictor  # noqa: F401  (registers the
 from gpucluster.validate import inference_predictor  # noqa: F401  (registers the `inference` kind)
 from gpucluster.validate.conventions import compared_metric
 from gpucluster.validate.in_sample import in_sample
-from gpucluster.validate.predictors import Unsupported, predictors
+from gpucluster.errors import UserError
+from gpucluster.validate.predictors import Invalid, Unsupported, predictors
 
 
 @dataclass
@@ -53,6 +54,8 @@ def run_file(path: str | Path) -> list[CaseResult]:
         else:
             try:
                 predicted = predictors.get(case.kind)(case)
+            except Invalid as exc:   # bad input: exit 2 naming the case, never a row and exit 0
+                raise UserError(str(exc), file=str(path)[:200], field=f"case {case.id[:60]!r}") from None
             except Unsupported as exc:
                 reason = str(exc)
             except ValueError as exc:  # a combination the model cannot evaluate: a reason, never a crash
