@@ -81,3 +81,23 @@ def test_validate_refuses_a_nan_measurement_or_zero_gpus(tmp_path, gpus, measure
     (tmp_path / "v.yaml").write_text(CASE.replace("GPUS", str(gpus)).replace("MEASURED", str(measured)))
     code, out, err = run_in_process(["validate", "v.yaml"], cwd=tmp_path)
     assert code == 2 and not classify(code, out, err, refuse=True), err
+
+
+@pytest.mark.parametrize("nodes", ["-3", "0", "abc", str(2**64), "1e9", "4-2"])
+def test_check_reads_an_impossible_sbatch_nodes_as_a_finding(tmp_path, nodes):
+    """issue 23 item 7: never silently "the whole pool"."""
+    import json
+    (tmp_path / "j.sbatch").write_text(f"#!/bin/bash\n#SBATCH --nodes={nodes}\n#SBATCH --gres=gpu:8\nsrun x\n")
+    code, out, err = run_in_process(["check", str(ROOT / "examples" / "h200-256-ndr400.yaml"), "--job", "j.sbatch",
+                                     "--json"], cwd=tmp_path)
+    assert code == 1 and not classify(code, out, err)
+    found = [f for f in json.loads(out)["findings"] if f["rule"] == "sbatch-gres" and "--nodes=" in f["title"]]
+    assert found and nodes[:40] in found[0]["title"]
+
+
+def test_check_flags_zero_gpus_per_node(tmp_path):
+    import json
+    (tmp_path / "j.sbatch").write_text("#!/bin/bash\n#SBATCH --nodes=2\n#SBATCH --gres=gpu:0\nsrun x\n")
+    code, out, _err = run_in_process(["check", str(ROOT / "examples" / "h200-256-ndr400.yaml"), "--job", "j.sbatch",
+                                     "--json"], cwd=tmp_path)
+    assert code == 1 and any("0 GPUs per node" in f["title"] for f in json.loads(out)["findings"])
