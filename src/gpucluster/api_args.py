@@ -211,7 +211,8 @@ def checked(rules: Mapping[str, Rule], *, flags: Mapping[str, str] | None = None
 
 
 # The public functions' rules, beside each other so they read as one table.
-_MODEL = AnyOf(Text(), PathArg(), Instance("gpucluster.specs.workload:TransformerSpec", "a TransformerSpec"))
+# A model name of any length reaches the preset lookup, which names the unknown preset (and cuts it).
+_MODEL = AnyOf(Text(max_len=1_000_000), PathArg(), Instance("gpucluster.specs.workload:TransformerSpec", "a TransformerSpec"))
 _DURATION = AnyOf(Text(max_len=64), Real(0, 10 * 365 * 86400.0, above=True, unit=" s"), optional=True)
 
 PLAN_TRAIN = {
@@ -250,7 +251,7 @@ CHECK = {
     "rules": ListOf(Text(), optional=True), "fail_on": Text(),
 }
 ONE_PATH = {"path": PathArg()}
-MODEL_NAME = {"name_or_path": AnyOf(Text(), PathArg())}
+MODEL_NAME = {"name_or_path": AnyOf(Text(max_len=1_000_000), PathArg())}
 DOCUMENT_NAME = {"name": Text(max_len=200)}
 
 
