@@ -318,6 +318,8 @@ def expand_output(path: str | None, job_id: int, name: str) -> str | None:
     def one(m: re.Match) -> str:
         if m.group(2) == "%":
             return "%"
+        if m.group(2) == "x" and not name:   # the name is not known here: left for scontrol
+            return m.group(0)
         value = name if m.group(2) == "x" else str(job_id)
         return value.zfill(min(int(m.group(1) or 0), 10)) if m.group(2) != "x" else value
     return re.sub(r"%(\d{0,2})(%|j|J|A|x)", one, path)
