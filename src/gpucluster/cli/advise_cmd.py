@@ -55,7 +55,7 @@ def advise(
     except (ValueError, OverflowError) as exc:
         raise UserError(str(exc)[:200], field="--tokens") from None
     if tok is not None and not 1 <= tok <= 10**18:
-        raise UserError(f"must be from 1 to 1e18 tokens, got {tokens[:60]!r}", field="--tokens")
+        raise UserError(f"must be from 1 to 1e18 tokens, got {str(tokens)[:60]!r}", field="--tokens")
     try:
         deadline_s = parse_duration(deadline, "h") if deadline else DEFAULT_DEADLINE_S
     except ValueError as exc:
