@@ -157,6 +157,19 @@ def _run_in_child(argv: list[str]) -> int:
     return code
 
 
+def _run_call_in_child(call: dict, folder: Path) -> int:
+    """An API case (fuzz_api_cases.run_call): 0 returned, 2 a UserError (one line on stderr), 1 and
+    a traceback for any other exception."""
+    from fuzz_api_cases import run_call
+
+    sys.stdout = _std_stream(1, "strict", False)
+    sys.stderr = _std_stream(2, "backslashreplace", True)
+    code = run_call(call, folder)
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    return code
+
+
 # --- running cases ----------------------------------------------------------------------------
 
 @dataclass
@@ -175,6 +188,8 @@ def start(index: int, case: Case, folder: Path, mode: str, args: argparse.Namesp
     case.write(folder)
     argv = case.args(folder)
     env = {**BASE_ENV, **CASE_ENV}
+    for key, value in case.environment(folder).items():   # PATH: stub programs first
+        env[key] = value.replace("$PATH", BASE_ENV.get("PATH", ""))
     for stream in (sys.stdout, sys.stderr):
         stream.flush()                               # nothing buffered here is written twice
     pid = os.fork()
@@ -182,9 +197,9 @@ def start(index: int, case: Case, folder: Path, mode: str, args: argparse.Namesp
         code = 1
         try:
             _child_setup(folder, env, args)
-            if mode == "exec":
+            if mode == "exec" and case.call is None:   # an API case runs in the child either way
                 os.execve(str(EXE), [str(EXE), *argv], env)
-            code = _run_in_child(argv)
+            code = _run_call_in_child(case.call, folder) if case.call is not None else _run_in_child(argv)
         except BaseException:
             try:
                 import traceback

@@ -1,6 +1,7 @@
 import pytest
 
 from gpucluster.engines.openmetrics import Family, collective_families, render, write_textfile
+from gpucluster.errors import UserError
 
 
 def test_render_text_and_openmetrics(tmp_path):
@@ -25,11 +26,28 @@ def test_render_text_and_openmetrics(tmp_path):
 
 
 def test_failed_write_leaves_no_temporary_file(tmp_path):
-    (tmp_path / "m.prom").mkdir()          # os.replace onto a folder fails
+    (tmp_path / "m.prom").mkdir()          # os.replace onto a folder fails: refused before, one line
     g = Family("gpucluster_x_ratio", "gauge", "x").add(1)
-    with pytest.raises(OSError):
+    with pytest.raises(UserError, match="folder"):
         write_textfile(str(tmp_path / "m.prom"), [g])
-    assert not list(tmp_path.glob(".gpucluster-*"))
+    assert not list(tmp_path.glob(".gpucluster-*")) and not list(tmp_path.glob(".m.prom*"))
+
+
+@pytest.mark.parametrize("name", ["a" * 300 + ".prom", "loop", "fifo", "/dev/full", "missing/m.prom", "x\0"])
+def test_every_bad_target_is_one_line(tmp_path, name):
+    """issue 23: bench storage --metrics gave tracebacks on 11 of 13 bad targets."""
+    import os
+    os.symlink(tmp_path / "loop", tmp_path / "loop")
+    os.mkfifo(tmp_path / "fifo")
+    g = Family("gpucluster_x_ratio", "gauge", "x").add(1)
+    with pytest.raises(UserError) as info:
+        write_textfile(str(tmp_path / name.replace("\\0", "\0")) if not name.startswith("/") else name, [g])
+    assert "\n" not in info.value.message and len(info.value.message) < 500
+
+
+def test_no_infinite_sample_from_finite_figures():
+    with pytest.raises(UserError, match="finite"):
+        Family("gpucluster_x_seconds", "gauge", "x", "seconds").add(1e306 * 3600)
 
 
 def test_collective_families_base_units():

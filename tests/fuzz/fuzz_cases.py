@@ -350,10 +350,13 @@ def node_list_case(src: Source, slow: bool) -> Case:
                 f"node line {i} cell {j}")
 
 
+from fuzz_api_cases import ENTRY_KINDS  # noqa: E402  (it imports fuzz_mutations too)
+
 KINDS = {"cluster": cluster_case, "job": job_case, "model": model_case, "prices": price_case,
          "scenario": scenario_case, "trace": trace_case, "plan": plan_case, "result": result_case,
-         "option": option_case, "nodes": node_list_case}
-FAST_KINDS = ("cluster", "cluster", "cluster", "job", "model", "prices", "plan", "result", "option")
+         "option": option_case, "nodes": node_list_case, **ENTRY_KINDS}
+FAST_KINDS = ("cluster", "cluster", "cluster", "job", "model", "prices", "plan", "result", "option", "api", "api",
+              "outpath", "timeopt", "slurm")
 
 
 def make_case(src: Source, slow: bool = False) -> Case:

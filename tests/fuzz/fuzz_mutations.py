@@ -74,17 +74,28 @@ class Case:
     note: str = ""
     refuse: bool = False          # the case holds a value known to be invalid: exit 0 is a wrong accept
     fifos: list[str] = field(default_factory=list)       # named pipes to make (no writer ever opens them)
+    env: dict[str, str] = field(default_factory=dict)    # added to the environment ({dir}: the case folder)
+    links: dict[str, str] = field(default_factory=dict)  # symbolic links to make: name -> target
+    executables: list[str] = field(default_factory=list)  # files to mark executable (stub programs)
+    call: dict[str, Any] | None = None   # a Python API call instead of a command line (fuzz_api_cases.run_call)
 
     def args(self, folder: Path) -> list[str]:
         return [a.replace("{dir}", str(folder)) for a in self.argv]
+
+    def environment(self, folder: Path) -> dict[str, str]:
+        return {k: v.replace("{dir}", str(folder)) for k, v in self.env.items()}
 
     def write(self, folder: Path) -> None:
         for name, data in self.files.items():
             path = folder / name                  # "in[/x].yaml" is the file x].yaml in a folder in[
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(data)
+            path.write_bytes(data.replace(b"{dir}", str(folder).encode()))
         for name in self.fifos:
             os.mkfifo(folder / name)
+        for name, target in self.links.items():
+            os.symlink(target.replace("{dir}", str(folder)), folder / name)
+        for name in self.executables:
+            os.chmod(folder / name, 0o755)
 
 
 # --- structured mutations ---------------------------------------------------------------------

@@ -91,7 +91,8 @@ class CaseTimeout(BaseException):
     test can swallow it."""
 
 
-def run_in_process(argv: list[str], timeout_s: float = 60.0, cwd: Path | None = None) -> tuple[int | str, str, str]:
+def run_in_process(argv: list[str], timeout_s: float = 60.0, cwd: Path | None = None, env: dict[str, str] | None = None,
+                   call: dict[str, Any] | None = None) -> tuple[int | str, str, str]:
     """`gpucluster ARGV` through the real entry point (`main`: its UserError -> one line, exit 2
     handling included), with stdout and stderr captured; ("timeout", ...) past `timeout_s`. In
     `cwd` (the case's folder): a relative output path (`-o 30`) lands there, not in the checkout."""
@@ -109,14 +110,23 @@ def run_in_process(argv: list[str], timeout_s: float = 60.0, cwd: Path | None = 
     def on_alarm(signum: int, frame: Any) -> None:
         raise CaseTimeout
 
+    import os
+
     old_handler, old_argv = signal.signal(signal.SIGALRM, on_alarm), sys.argv
+    env = {k: v.replace("$PATH", os.environ.get("PATH", "")) for k, v in (env or {}).items()}
+    old_env = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
     signal.setitimer(signal.ITIMER_REAL, timeout_s)
     try:
         sys.argv = ["gpucluster", *argv]
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
                 contextlib.chdir(cwd or Path.cwd()):
             try:
-                app_module.main()
+                if call is not None:
+                    from fuzz_api_cases import run_call
+                    code = run_call(call, cwd or Path.cwd())
+                else:
+                    app_module.main()
             except SystemExit as exc:
                 code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
             except CaseTimeout:
@@ -128,4 +138,9 @@ def run_in_process(argv: list[str], timeout_s: float = 60.0, cwd: Path | None = 
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old_handler)
         sys.argv = old_argv
+        for k, v in old_env.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
     return code, out.getvalue(), err.getvalue()

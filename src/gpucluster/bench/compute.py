@@ -84,6 +84,9 @@ def storage(path: str, size_bytes: int = 1 << 30, block_bytes: int = 16 << 20) -
             while chunk := fh.read(block_bytes):
                 read += len(chunk)
         tr = time.perf_counter() - t0
+    except OSError as exc:   # a read-only folder, a full disk, a quota: one line, the file removed
+        from gpucluster.errors import UserError
+        raise UserError(f"cannot write and read a test file here: {exc.strerror or exc}", file=path[:200]) from None
     finally:
         f.unlink(missing_ok=True)
     w, r = written / tw / 1e9, read / tr / 1e9

@@ -27,6 +27,23 @@ def as_int(s: Setting | None) -> int | None:
     return int(m.group(1)) if m else None
 
 
+def nodes_problem(text: str) -> str | None:
+    """Why an #SBATCH --nodes value is impossible (sbatch takes N or MIN-MAX, 1 <= MIN <= MAX), or
+    None. `-3`, `0`, `abc`, `1e9`, `4-2` and 2**64 were read as "the whole pool"."""
+    m = re.fullmatch(r"\s*(\d+)(?:-(\d+))?\s*", text)
+    if not m:
+        return "not a node count (N or MIN-MAX)"
+    if any(g is not None and len(g) > 7 for g in m.groups()):
+        return "more than 1,000,000 nodes"
+    low = int(m.group(1))
+    high = int(m.group(2)) if m.group(2) else low
+    if low < 1:
+        return "fewer than 1 node"
+    if high < low:
+        return f"minimum {low} above maximum {high}"
+    return None
+
+
 @dataclass
 class CheckContext:
     spec: ClusterSpec
@@ -73,7 +90,8 @@ class CheckContext:
     def job_nodes(self) -> int:
         """Nodes the job runs on: the first job file that says, else the whole pool (capped at the pool)."""
         for job in self.jobs:
-            n = as_int(job.directives.get("nodes"))
+            s = job.directives.get("nodes")
+            n = as_int(s) if s is not None and nodes_problem(s.value) is None else None   # impossible: a finding
             for c in job.commands:
                 n = n or as_int(c.option("nnodes"))
             for w in job.workloads:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from gpucluster.api_args import CHECK, checked
 from gpucluster.errors import UserError
 
 if TYPE_CHECKING:
@@ -39,6 +40,7 @@ class CheckReport:
                 "counts": self.counts, "fail_on": self.fail_on, "exit_code": self.exit_code}
 
 
+@checked(CHECK)
 def check(cluster: str, *, jobs: list[str] | None = None, model: str | None = None, profile: str = "llama3",
           pool: str | None = None, interfaces: list[str] | str | None = None,
           input_gbps_per_gpu: float | None = None, checkpoint_interval: str | float | None = None,
@@ -60,6 +62,9 @@ def check(cluster: str, *, jobs: list[str] | None = None, model: str | None = No
                       else checkpoint_interval) if checkpoint_interval else None
     except ValueError as exc:
         raise UserError(str(exc), field="--checkpoint-interval") from None
+    if interval_s is not None and not (isinstance(interval_s, (int, float)) and 0 < interval_s <= 10 * 365 * 86400):
+        raise UserError(f"must be more than 0 and at most 10 years, got {str(checkpoint_interval)[:60]!r}",
+                        field="--checkpoint-interval")
     if isinstance(interfaces, str):
         interfaces = [n.strip() for n in interfaces.split(",") if n.strip()] if interfaces else None
     ctx = build_context(cluster, jobs, model, profile=profile, pool_name=pool, interfaces=interfaces,

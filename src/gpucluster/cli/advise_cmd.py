@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from typing import Annotated, Any, Optional
 
 import typer
@@ -40,11 +39,23 @@ def advise(
     from gpucluster.specs.workload import load_model_spec
     from gpucluster.units import parse_count
 
+    from gpucluster.api_args import Real, shown
+
+    # Every option checked before the ladder runs (it plans several clusters).
+    for flag, value, rule in (("--months", months, Real(0, 1200, above=True, unit=" months")),
+                              ("--utilization", utilization, Real(0, 1, above=True))):
+        if value is not None and rule.check(value) is not None:
+            raise UserError(f"must be {rule.what}, got {shown(value)}", field=flag)
+    if rate:
+        from gpucluster.plan.serve_request import parse_rate
+        parse_rate(rate[:100])          # > 0 and <= 1e7 requests/s: 1e308 is refused with the range
     spec = load_model_spec(model)
     try:
         tok = parse_count(tokens) if tokens else None
-    except ValueError as exc:
-        raise UserError(str(exc), field="--tokens") from None
+    except (ValueError, OverflowError) as exc:
+        raise UserError(str(exc)[:200], field="--tokens") from None
+    if tok is not None and not 1 <= tok <= 10**18:
+        raise UserError(f"must be from 1 to 1e18 tokens, got {str(tokens)[:60]!r}", field="--tokens")
     try:
         deadline_s = parse_duration(deadline, "h") if deadline else DEFAULT_DEADLINE_S
     except ValueError as exc:
@@ -53,10 +64,8 @@ def advise(
         raise UserError(f"must be a positive duration, got {deadline!r}", field="--deadline")
     deadline_source = "given" if deadline else DEFAULT_DEADLINE_WHY
     cname, _, sockets = cpu.partition(":")
-    if sockets and (not sockets.isdigit() or int(sockets) < 1):
-        raise UserError(f"sockets must be a positive integer, got {sockets!r}", field="--cpu")
-    if months is not None and not (math.isfinite(months) and 0 < months <= 1200):   # NaN passed `<= 0`
-        raise UserError(f"must be a finite number > 0 and <= 1200 (100 years), got {months}", field="--months")
+    if sockets and (not sockets.isdigit() or len(sockets) > 3 or not 1 <= int(sockets) <= 64):
+        raise UserError(f"sockets must be an integer from 1 to 64, got {sockets[:20]!r}", field="--cpu")
     rungs, answer = ladder(spec, gpu, nic, tok, deadline_s, (cname, int(sockets or 2)))
     budget = tok or default_tokens(spec)
     tokens_source = "given" if tok else "Chinchilla: 20 tokens per active parameter (Hoffmann et al. 2022)"
@@ -87,7 +96,7 @@ def _serving(spec, gpu: str, nic: str, cpu: str, sockets: int, rate_text: str) -
     from gpucluster.plan.fabric_from import from_flags
     from gpucluster.plan.serve_search import search
 
-    rate = parse_rate(rate_text)
+    rate = parse_rate(rate_text[:100])
     traffic = Traffic(rate, Lengths(512.0, "fixed"), Lengths(256.0, "fixed"))
     res = search(spec, [from_flags(f"{gpu}:8", 8, nic, None).fabric], rate, traffic,
                  cpus=[(catalog.cpus.get(cpu), sockets)])

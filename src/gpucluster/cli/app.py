@@ -218,6 +218,26 @@ def _global_flags(argv: list[str]) -> tuple[list[str], bool]:
     return out, quiet
 
 
+MAX_QUOTED = 200       # characters of one quoted input value in an error line
+MAX_LINE = 600         # characters of the whole line: its start (file, field) and its end (the reason) kept
+
+
+def clip(message: str) -> str:
+    """An error line that quotes the user's input at most ~200 characters at a time (a 100 kB value
+    was printed whole): every quoted run longer than that is cut, then the line's middle if it is
+    still too long."""
+    import re
+
+    def cut(m: re.Match) -> str:
+        text = m.group(0)
+        return text[:MAX_QUOTED] + f"...{text[0]} ({len(text):,} characters)"
+    n = MAX_QUOTED
+    message = re.sub(rf"'[^'\n]{{{n},}}'|\"[^\"\n]{{{n},}}\"", cut, message)
+    if len(message) > MAX_LINE:
+        message = message[:350] + f" [... {len(message) - 550:,} characters ...] " + message[-200:]
+    return message
+
+
 def _usage_error(exc: Exception) -> str:
     """A command-line mistake (unknown option, missing value) as one line with where to look."""
     ctx = getattr(exc, "ctx", None)
@@ -248,7 +268,7 @@ def main() -> None:
     except UserError as exc:
         # The message quotes the user's input (names, values, YAML reader text): one line, no
         # control bytes, whatever it holds.
-        print(f"error: {one_line(exc.message)}", file=sys.stderr)
+        print(f"error: {clip(one_line(exc.message))}", file=sys.stderr)
         sys.exit(2)
     except (KeyboardInterrupt, EOFError):
         print("interrupted", file=sys.stderr)
@@ -259,7 +279,7 @@ def main() -> None:
             sys.exit(130)
         if getattr(exc, "exit_code", None) == 2 and hasattr(exc, "format_message"):
             if exc.format_message().strip():          # empty: no arguments, the help was printed
-                print(one_line(_usage_error(exc)), file=sys.stderr)
+                print(clip(one_line(_usage_error(exc))), file=sys.stderr)
             sys.exit(2)
         raise
     sys.exit(code if isinstance(code, int) else 0)

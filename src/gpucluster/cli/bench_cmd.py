@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Annotated, Optional
 
 import typer
@@ -12,6 +13,18 @@ bench_app = typer.Typer(help="Benchmarks: collectives (nccl-tests table), GEMM, 
 Json = Annotated[bool, typer.Option("--json", help="Print JSON")]
 Out = Annotated[Optional[str], typer.Option("--out", "-o", help="Also write the JSON result to this file")]
 Metrics = Annotated[Optional[str], typer.Option(help="Also write OpenMetrics text (node-exporter textfile) here")]
+MAX_STORAGE_BYTES = 1 << 40      # bench storage --size: 1 TiB, far above a checkpoint shard
+MAX_BLOCK_BYTES = 1 << 30        # --block: held in memory
+MAX_ITERS = 1_000_000
+
+
+def _outputs(**paths: str | None) -> None:
+    """Every output path checked before a benchmark runs (a run must not end in a failed write)."""
+    from gpucluster.output_file import check_output_path
+
+    for flag, path in paths.items():
+        if path:
+            check_output_path(path, "--" + flag)
 
 
 @bench_app.command("collective")
@@ -44,19 +57,27 @@ def collective(
         raise UserError(f"unknown collective {op!r} (valid: {', '.join(OPS)})", field="--op")
     if datatype not in DTYPES:
         raise UserError(f"unknown datatype {datatype!r} (valid: {', '.join(DTYPES)})", field="--datatype")
-    if iters < 1 or warmup < 0:
-        raise UserError("--iters must be >= 1 and --warmup >= 0", field="--iters")
+    from gpucluster.api_args import count_option, seconds_option
+
+    count_option(iters, "--iters", 1, MAX_ITERS)
+    count_option(warmup, "--warmup", 0, MAX_ITERS)
+    seconds_option(timeout, "--timeout")
+    if local is not None:   # one process per rank on this machine: past its cores only thrashes (--local 1e6
+        # forked until the machine stopped); 8 at least, so a 2-core machine still tests odd rank counts
+        count_option(local, "--local", 1, max(8, os.cpu_count() or 1))
     try:
         sizes = size_sweep(parse_bytes(min_size), parse_bytes(max_size), factor)
-    except ValueError as exc:
-        raise UserError(str(exc), field="--min/--max/--step-factor") from None
+    except (ValueError, OverflowError) as exc:
+        raise UserError(str(exc)[:200], field="--min/--max/--step-factor") from None
+    if sizes[-1] > MAX_BLOCK_BYTES * 16:
+        raise UserError(f"at most {MAX_BLOCK_BYTES * 16 >> 30} GiB per buffer", field="--max")
+    _outputs(out=out, metrics=metrics)
     torch = require_torch()
     backend = backend or ("nccl" if torch.cuda.is_available() else "gloo")
     if backend not in ("gloo", "nccl"):
         raise UserError(f"must be gloo or nccl, got {backend!r}", field="--backend")
     if backend == "nccl" and not torch.cuda.is_available():
         raise UserError("NCCL needs GPUs and this machine has none; use --backend gloo", field="--backend")
-    import os
     corrupt = os.environ.get("GPUCLUSTER_BENCH_CORRUPT_RANK")  # test hook: a rank reports a wrong value
     cfg = BenchConfig(op, tuple(sizes), datatype, iters, warmup, backend, check,
                       int(corrupt) if corrupt not in (None, "") else None, measure_baseline=baseline)
@@ -64,8 +85,8 @@ def collective(
     if result is None:
         return  # a rank other than 0: rank 0 reports
     if out:
-        with open(out, "w") as f:
-            json.dump(result, f, indent=2)
+        from gpucluster.output_file import write_output
+        write_output(out, json.dumps(result, indent=2), field="--out")
     if metrics:
         from gpucluster.engines.openmetrics import collective_families, write_textfile
         write_textfile(metrics, collective_families(result))
@@ -202,10 +223,15 @@ def storage(path: Annotated[str, typer.Argument(help="Folder on the storage to t
 
     try:
         nbytes, bbytes = parse_bytes(size), parse_bytes(block)
-    except ValueError as exc:
-        raise UserError(str(exc), field="--size/--block") from None
-    if nbytes < 1 or bbytes < 1:
-        raise UserError("--size and --block must be > 0", field="--size/--block")
+    except (ValueError, OverflowError) as exc:
+        raise UserError(str(exc)[:200], field="--size/--block") from None
+    if not 1 <= nbytes <= MAX_STORAGE_BYTES:
+        raise UserError(f"must be from 1 byte to {MAX_STORAGE_BYTES >> 40} TiB, got {size[:40]!r}", field="--size")
+    if not 1 <= bbytes <= MAX_BLOCK_BYTES:
+        raise UserError(f"must be from 1 byte to {MAX_BLOCK_BYTES >> 30} GiB (it is held in memory), got {block[:40]!r}",
+                        field="--block")
+    _outputs(metrics=metrics)
+    _free_space(path, nbytes)
     res = {"schema": "gpucluster-bench-storage/v1", **run(path, nbytes, bbytes)}
     if metrics:
         from gpucluster.engines.openmetrics import Family, write_textfile
@@ -220,3 +246,24 @@ def storage(path: Annotated[str, typer.Argument(help="Folder on the storage to t
     else:
         typer.echo(f"{plain(res['path'])}: write {res['write_gbps']:.2f} GB/s (fsync included), read {res['read_gbps']:.2f} GB/s"
                    + (" (likely from the page cache)" if res["read_maybe_cached"] else ""))
+
+
+def _free_space(path: str, nbytes: int) -> None:
+    """The file is written whole before it is read: refuse a size the file system cannot hold
+    (2**63 bytes wrote until the file-size limit), keeping 5% and 1 GiB free for everyone else."""
+    from gpucluster.errors import UserError
+    from gpucluster.output_file import shown_name
+
+    from gpucluster.files import is_file
+
+    try:
+        if not os.path.isdir(path) or is_file(path):
+            raise UserError("not a directory", file=shown_name(path))
+        st = os.statvfs(path)
+    except (OSError, ValueError) as exc:
+        raise UserError(getattr(exc, "strerror", None) or "not a valid path", file=shown_name(path)) from None
+    free = st.f_bavail * st.f_frsize
+    keep = max(1 << 30, st.f_blocks * st.f_frsize // 20)
+    if nbytes > free - keep:
+        raise UserError(f"{nbytes:,} bytes to write but {max(0, free):,} free (keeping {keep >> 20:,} MiB "
+                        "for others); give a smaller --size", file=shown_name(path), field="--size")

@@ -19,6 +19,9 @@ def metrics(result: Annotated[str, typer.Argument(help="JSON of bench collective
     from gpucluster.errors import UserError
     from gpucluster.specs.loader import read_text
 
+    if out:
+        from gpucluster.output_file import check_output_path
+        check_output_path(out, "--out")
     try:
         doc = json.loads(read_text(result))
     except json.JSONDecodeError as exc:
@@ -46,10 +49,7 @@ def metrics(result: Annotated[str, typer.Argument(help="JSON of bench collective
         raise UserError(f"no metrics for schema {schema!r} (bench collective, bench storage or simulate run JSON)",
                         file=result)
     if out:
-        try:
-            write_textfile(out, fams, openmetrics=openmetrics)
-        except OSError as exc:
-            raise UserError(f"cannot write: {exc.strerror or exc}", file=out) from None
+        write_textfile(out, fams, openmetrics=openmetrics, field="--out")
     else:
         typer.echo(render(fams, openmetrics=openmetrics), nl=False)
 

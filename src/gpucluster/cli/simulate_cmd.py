@@ -8,6 +8,18 @@ import typer
 from typer.core import TyperGroup
 
 
+# Set by Ctrl-C during a run: the command prints the partial result, then exits 130 (as `plan` does).
+INTERRUPTED: list[bool] = []
+
+
+def _exit_if_interrupted() -> None:
+    if INTERRUPTED:
+        INTERRUPTED.clear()
+        import sys
+        print("interrupted: the result above is partial", file=sys.stderr)
+        raise typer.Exit(130)
+
+
 class _RunByDefault(TyperGroup):
     """`gpucluster simulate SCENARIO ...` means `gpucluster simulate run SCENARIO ...`."""
 
@@ -42,6 +54,10 @@ def run(
     from gpucluster.cli.simulate_render import render_summary
     from gpucluster.specs.scenario import load_scenario
 
+    INTERRUPTED.clear()
+    if html:
+        from gpucluster.output_file import check_output_path
+        check_output_path(html, "--html")
     loaded = load_scenario(scenario)
     jobs: dict[str, list] = {}
     summary = _run(loaded, policy, seed, events, f"{loaded.spec.name}", jobs)
@@ -53,6 +69,7 @@ def run(
     if html:
         from gpucluster.report.ops_report import completion_times, write_simulate_report
         write_simulate_report({summary["policy"]: summary}, {p: completion_times(js) for p, js in jobs.items()}, html)
+    _exit_if_interrupted()
 
 
 @simulate_app.command("compare")
@@ -75,6 +92,10 @@ def compare(
         raise UserError("give at least one policy, e.g. --policies fifo,backfill", field="--policies")
     registry = load_all()
     names = [registry.canonical(n, field="--policies") for n in names]
+    INTERRUPTED.clear()
+    if html:
+        from gpucluster.output_file import check_output_path
+        check_output_path(html, "--html")
     loaded = load_scenario(scenario)
     results: dict[str, Any] = {}
     jobs: dict[str, list] = {}
@@ -92,6 +113,7 @@ def compare(
     if html:
         from gpucluster.report.ops_report import completion_times, write_simulate_report
         write_simulate_report(results, {p: completion_times(js) for p, js in jobs.items()}, html)
+    _exit_if_interrupted()
 
 
 @simulate_app.command("policies")
@@ -117,7 +139,6 @@ def _run(loaded, policy: str | None, seed: int | None, events: str | None, label
     import time
 
     from gpucluster.cli.simulate_render import progress_of
-    from gpucluster.errors import UserError
     from gpucluster.sim.request import simulate
 
     holder: dict[str, Any] = {}
@@ -126,10 +147,12 @@ def _run(loaded, policy: str | None, seed: int | None, events: str | None, label
     log = None
     if events:
         import json
-        try:
-            log_file = open(events, "w", encoding="utf-8")  # noqa: SIM115  (closed below)
-        except OSError as exc:
-            raise UserError(f"cannot write: {exc.strerror}", file=events, field="--events") from None
+
+        from gpucluster.output_file import StreamOutput
+        # A temporary file renamed over --events when the run ends (partial or not): a device, a
+        # FIFO, /dev/full or a loop of links is one line before the run, a full disk one line
+        # during it, and an interrupted start leaves no 0-byte file.
+        log_file = StreamOutput(events, field="--events")
 
         def log(rec: dict) -> None:
             log_file.write(json.dumps(rec) + "\n")
@@ -159,17 +182,22 @@ def _run(loaded, policy: str | None, seed: int | None, events: str | None, label
         if sim is None:
             raise KeyboardInterrupt
         sim.kernel.stop_requested = True
+        INTERRUPTED.append(True)
 
     old = signal.signal(signal.SIGINT, on_sigint)
+    committed = False
     try:
         result = simulate(loaded, policy=policy, seed=seed, events=log, on_progress=on_progress,
                           on_start=lambda s: holder.__setitem__("sim", s), policy_field="--policy")
+        if log_file is not None:
+            log_file.commit()       # the events up to the stop, when stopped: the summary says partial
+        committed = True
     finally:
         signal.signal(signal.SIGINT, old)
         if progress["bar"] is not None:
             progress["bar"].stop()
-        if log_file is not None:
-            log_file.close()
+        if log_file is not None and not committed:
+            log_file.discard()
     if jobs is not None:
         jobs[result.summary["policy"]] = result.jobs
     return result.summary

@@ -19,13 +19,23 @@ slurm_app = typer.Typer(help="Submit to Slurm, follow jobs, import sacct history
 Timeout = Annotated[float, typer.Option(help="Seconds to wait for each Slurm command")]
 Json = Annotated[bool, typer.Option("--json", help="Print JSON")]
 MAX_OUTPUT_READ = 64 << 20      # a job's output is searched for a bench result up to this many bytes
+MAX_PARTITIONS_BYTES = 16 << 20  # `scontrol show partition -o`: one line of ~1 kB per partition
 _OUT_OPT = re.compile(r"^(?:--output(?:=(.*))?|-o(.*))$")
 _ERR_OPT = re.compile(r"^(?:--error(?:=(.*))?|-e(.*))$")
 
 
 def _client(timeout: float):
+    from gpucluster.api_args import seconds_option
     from gpucluster.engines.slurm import SlurmClient
-    return SlurmClient(timeout=timeout)
+    return SlurmClient(timeout=seconds_option(timeout, "--timeout", high=3600))
+
+
+def _times(wait: float | None, poll: float) -> None:
+    """--wait and --poll: finite seconds (a NaN --wait followed forever, inf raised OverflowError)."""
+    from gpucluster.api_args import MAX_WAIT_S, seconds_option
+    seconds_option(poll, "--poll", high=3600)
+    if wait is not None:
+        seconds_option(wait, "--wait", high=MAX_WAIT_S)
 
 
 def _directive_words(text: str) -> list[str]:
@@ -66,22 +76,68 @@ def output_args(script_text: str, sbatch_args: list[str], cwd: Path) -> tuple[li
     words = _directive_words(script_text) + list(sbatch_args)
     out, err = _option_value(words, _OUT_OPT), _option_value(words, _ERR_OPT)
     args = []
+    # The job runs in --chdir (relative to the submit folder), and Slurm puts its default output
+    # and every relative --output there.
+    chdir = _option_value(words, re.compile(r"^(?:--chdir(?:=(.*))?|-D(.*))$"))
+    base = (cwd / chdir) if chdir else cwd
     if out is None:
-        out = str(cwd / "slurm-%j.out")
+        out = str(base / "slurm-%j.out")
         args.append(f"--output={out}")
         if err is None:
             args.append(f"--error={out}")
-    chdir = _option_value(words, re.compile(r"^(?:--chdir(?:=(.*))?|-D(.*))$"))
-    base = (cwd / chdir) if chdir else cwd
     return args, out if os.path.isabs(out) else str(base / out)
+
+
+def _check_history(text: str) -> None:
+    """sacct's answer before it is written: a header line with the fields asked for."""
+    from gpucluster.engines.slurm import HISTORY_FIELDS, quote
+    from gpucluster.errors import UserError
+
+    first = text.split("\n", 1)[0]
+    missing = [f for f in ("JobID", "Submit", "State") if f not in first.split("|")]
+    if missing and text.strip():
+        raise UserError(f"sacct's output is not `sacct -P` history (no {', '.join(missing)} in its first line: "
+                        f"{quote(first, 120)!r}); nothing written")
+    if not text.strip():
+        raise UserError("sacct printed nothing (not even a header); nothing written "
+                        f"(asked for {','.join(HISTORY_FIELDS)})")
+
+
+def _bench_of(doc: dict | None, source: str) -> tuple[dict | None, str | None]:
+    """The job's bench result if it reads as one (every key the table prints), else why not: a
+    job's output is untrusted, and a half-written or foreign document must not be a KeyError
+    after the job has completed."""
+    import math
+
+    from gpucluster.bench.result import read_collective
+    from gpucluster.errors import UserError
+
+    if doc is None:
+        return None, None
+    try:
+        read_collective(doc, source)
+    except UserError as exc:
+        return None, exc.message
+    avg = doc.get("avg_busbw_gbps")
+    if isinstance(avg, bool) or not isinstance(avg, (int, float)) or not math.isfinite(avg) or avg < 0:
+        return None, f"{source}: avg_busbw_gbps: must be a finite number >= 0"
+    for i, row in enumerate(doc["rows"]):
+        for key in ("count", "type", "redop", "root"):
+            if not isinstance(row.get(key), (int, str)) or isinstance(row.get(key), bool):
+                return None, f"{source}: rows[{i}].{key}: missing or not a number or name"
+    for key in ("backend", "world_size", "nodes"):
+        if not isinstance(doc.get(key), (int, str)) or isinstance(doc.get(key), bool):
+            return None, f"{source}: {key}: missing"
+    return doc, None
 
 
 def _follow_and_report(client, job_id: int, follow: bool, wait: float | None, poll: float, json_out: bool,
                        stdout: str | None = None) -> None:
-    from gpucluster.engines.slurm import find_bench_result, read_tail
+    from gpucluster.engines.slurm import expand_output, find_bench_result, read_output, read_tail
 
     if not follow:
-        print_json({"job_id": job_id, "stdout": stdout}) if json_out else console.print(f"submitted job {safe(job_id)}")
+        print_json({"job_id": job_id, "stdout": expand_output(stdout, job_id, "")}) if json_out \
+            else console.print(f"submitted job {safe(job_id)}")
         return
     if not json_out:
         console.print(f"submitted job {safe(job_id)}; following")
@@ -89,16 +145,15 @@ def _follow_and_report(client, job_id: int, follow: bool, wait: float | None, po
                        on_change=None if json_out else lambda s: console.print(f"  {safe(s.state)}"
                                                                               + (f" ({safe(s.reason)})" if s.reason
                                                                                  else "")))
-    bench, tail = None, None
+    bench, tail, bench_error = None, None, None
     if st.stdout:
         tail = read_tail(st.stdout)
-        try:
-            with open(st.stdout, errors="replace") as f:
-                bench = find_bench_result(f.read(MAX_OUTPUT_READ))
-        except OSError:
-            pass
+        text = read_output(st.stdout, MAX_OUTPUT_READ)
+        if text is not None:
+            bench, bench_error = _bench_of(find_bench_result(text), st.stdout)
     if json_out:
-        print_json({**st.to_json(), "stdout_tail": tail, "bench": bench})
+        print_json({**st.to_json(), "stdout_tail": tail, "bench": bench}
+                   | ({"bench_error": bench_error} if bench_error else {}))
     else:
         verdict = "failed" if st.failed else "lost" if st.state == "LOST" else "completed"
         console.print(f"job {safe(job_id)} {verdict}: {safe(st.state)}, {safe(st.exit_text())}"
@@ -110,12 +165,14 @@ def _follow_and_report(client, job_id: int, follow: bool, wait: float | None, po
             console.print("  last lines of its output:")
             for line in tail.rstrip("\n").splitlines()[-10:]:
                 console.print(f"  | {safe(line)}", highlight=False)
+        if bench_error:
+            console.print(f"  its bench result does not read: {safe(bench_error[:300])}", highlight=False)
         if bench:
             from gpucluster.cli.nccl_table import print_nccl_table
             print_nccl_table([f"job {job_id}: measured {bench['op']}_perf ({bench['backend']}, srun)",
                               f"{bench['world_size']} ranks on {bench['nodes']} node(s)"], bench["rows"],
                              bench["avg_busbw_gbps"])
-    if st.state != "COMPLETED" or (bench and bench.get("wrong_total")):
+    if st.state != "COMPLETED" or bench_error or (bench and bench.get("wrong_total")):
         raise typer.Exit(1)
 
 
@@ -168,8 +225,7 @@ def submit(target: Annotated[str, typer.Argument(help="Training plan JSON (an sb
     path = Path(target)
     if not is_file(path):
         raise UserError("no such file", file=target)
-    if poll <= 0 or (wait is not None and wait <= 0):
-        raise UserError("--poll and --wait must be > 0", field="--poll/--wait")
+    _times(wait, poll)
     extra = list(sbatch_arg or [])
     for flag, value in (("--time", time), ("--partition", partition), ("--account", account),
                         ("--gres-type", gres_type)):
@@ -233,8 +289,20 @@ def bench(nodes: Annotated[int, typer.Option(help="Nodes")] = 2,
     from gpucluster.errors import UserError
     from gpucluster.generate.quoting import check_text, sh, sh_join, slurm_directive
 
-    if nodes < 1 or ntasks_per_node < 1:
-        raise UserError("--nodes and --ntasks-per-node must be >= 1")
+    from gpucluster.api_args import MAX_NODES, count_option
+    from gpucluster.units import parse_bytes, size_sweep
+
+    count_option(nodes, "--nodes", 1, MAX_NODES)
+    count_option(ntasks_per_node, "--ntasks-per-node", 1, 1024)
+    count_option(iters, "--iters", 1, 1_000_000)
+    _times(wait, poll)
+    try:   # what `bench collective` will refuse in every rank, refused here before a job is queued
+        size_sweep(parse_bytes(min_size), parse_bytes(max_size), factor)
+    except (ValueError, OverflowError) as exc:
+        raise UserError(str(exc)[:200], field="--min/--max/--step-factor") from None
+    from gpucluster.bench.collective import OPS
+    if op not in OPS:
+        raise UserError(f"unknown collective {op[:60]!r} (valid: {', '.join(OPS)})", field="--op")
     exe = Path(sys.executable).parent / "gpucluster"
     exe_s = str(exe) if exe.exists() else shutil.which("gpucluster") or "gpucluster"
     out = str(Path(out_dir).resolve() / "gpucluster-bench-%j.out")
@@ -263,9 +331,14 @@ def status(job_id: Annotated[int, typer.Argument(help="Slurm job id")], timeout:
     """A job's state from squeue, else sacct, else scontrol."""
     from gpucluster.errors import UserError
 
-    st = _client(timeout).status(job_id)
+    if not 0 < job_id < 2**63:
+        raise UserError(f"must be a job id > 0, got {job_id}", field="job_id")
+    client = _client(timeout)
+    st = client.status(job_id)
     if st is None:
         raise UserError(f"Slurm knows no job {job_id}")
+    if st.stdout and "%" in st.stdout:   # squeue gives --output as written (slurm-%j.out): the file's name
+        st.stdout = client.output_path(st, None)
     if json_out:
         print_json(st.to_json())
     else:
@@ -299,8 +372,21 @@ def import_(out: Annotated[str, typer.Option("--out", "-o", help="Trace file to 
     from gpucluster.errors import UserError
     from gpucluster.sim.traces.sacct import read_sacct
 
+    from gpucluster.output_file import check_output_path, write_output
+
     if scenario and not cluster:
         raise UserError("--scenario needs --cluster SPEC", field="--cluster")
+    out_path = check_output_path(out, "--out")     # before sacct runs: a folder, a loop of links, a FIFO
+    scenario_path = check_output_path(scenario, "--scenario") if scenario else None
+    spec = None
+    if scenario and cluster:
+        # The scenario must replay: a missing cluster or an unknown policy is refused before sacct runs.
+        from gpucluster.sim.policies import load_all
+        from gpucluster.specs.cluster import load_cluster
+        policy = load_all().canonical(policy, field="--policy")
+        spec = load_cluster(cluster)
+    if since.strip().startswith("-") or (until or "").strip().startswith("-"):
+        raise UserError("a date or time, not an option", field="--since/--until")
     pools_names: dict[str, str] = {}
     for h in hostnames or []:
         pool, sep, expr = h.partition("=")
@@ -318,15 +404,20 @@ def import_(out: Annotated[str, typer.Option("--out", "-o", help="Trace file to 
                             field="--partitions") from None
         part_source = "scontrol show partition -o"
     elif scenario and partitions_from != "none":
-        try:
-            part_text = Path(partitions_from).read_text(errors="replace")
+        from gpucluster.specs.safe_yaml import open_regular
+        fd = open_regular(partitions_from, "saved `scontrol show partition -o` output")
+        try:   # the bounded regular-file reader of every spec: /dev/zero, a pipe or 1 GB is one line
+            with open(fd, "rb") as f:
+                raw = f.read(MAX_PARTITIONS_BYTES + 1)
         except OSError as exc:
             raise UserError(f"cannot read: {exc.strerror}", file=partitions_from, field="--partitions") from None
+        if len(raw) > MAX_PARTITIONS_BYTES:
+            raise UserError(f"larger than {MAX_PARTITIONS_BYTES >> 20} MiB: not `scontrol show partition -o` "
+                            "output", file=partitions_from, field="--partitions")
+        part_text = raw.decode("utf-8", "replace")
     text = _client(timeout).history(since, until)
-    try:
-        Path(out).write_text(text)
-    except OSError as exc:
-        raise UserError(f"cannot write: {exc.strerror}", file=out) from None
+    _check_history(text)
+    write_output(out, text, field="--out")   # whole or not at all, and only once it reads as sacct's history
     read = read_sacct(out)
     lines = text.splitlines()
     header = lines[0].split("|") if lines else []
@@ -348,14 +439,14 @@ def import_(out: Annotated[str, typer.Option("--out", "-o", help="Trace file to 
     info: dict[str, Any] = {"trace": out, "rows": read.rows, "jobs": len(read.jobs), "skipped": dict(read.skipped),
             "bad": dict(read.bad), "states": states, "replay_states": replay, "partitions": partitions}
     if scenario and cluster:    # (--scenario without --cluster was refused above)
-        base = Path(scenario).resolve().parent
-        doc: dict[str, Any] = {"name": f"sacct-replay-{Path(out).stem}",
-                               "cluster": os.path.relpath(Path(cluster).resolve(), base), "policy": policy}
+        assert scenario_path is not None
+        base = scenario_path.parent
+        doc: dict[str, Any] = {"name": f"sacct-replay-{out_path.stem}",
+                               "cluster": os.path.relpath(os.path.realpath(cluster), base), "policy": policy}
         if part_text is not None:
             from gpucluster.sim.traces.slurm_partitions import read_partitions, scenario_fields
-            from gpucluster.specs.cluster import load_cluster
             pread = read_partitions(part_text, part_source)
-            spec = load_cluster(cluster)
+            assert spec is not None
             fields = scenario_fields(pread, {p.name: p.count for p in spec.node_pools}, pools_names,
                                      policy in ("multifactor", "priority-multifactor", "slurm"))
             if "hostnames" in fields:
@@ -366,11 +457,8 @@ def import_(out: Annotated[str, typer.Option("--out", "-o", help="Trace file to 
             info["partitions_read"] = pread.report()
             info["partition_summary"] = pread.summary()
         doc["workloads"] = [{"kind": "trace", "name": "sacct", "format": "sacct",
-                             "path": os.path.relpath(Path(out).resolve(), base)}]
-        try:
-            Path(scenario).write_text(yaml.safe_dump(doc, sort_keys=False))
-        except OSError as exc:
-            raise UserError(f"cannot write: {exc.strerror}", file=scenario) from None
+                             "path": os.path.relpath(out_path, base)}]
+        write_output(scenario, yaml.safe_dump(doc, sort_keys=False), field="--scenario")
         info["scenario"] = scenario
     if json_out:
         print_json(info)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
@@ -26,12 +25,14 @@ def sweep(
     from gpucluster.cli.render import safe as escape   # sweep names, parameters and errors: markup and controls
     from gpucluster.engines.sweep import sweep as run
 
-    if out and (Path(out).is_dir() or not (Path(out).parent if str(Path(out).parent) else Path(".")).is_dir()):
-        from gpucluster.report.html import write_atomic
-        write_atomic(out, "", field_name="--out")      # raises the one-line reason before any task runs
-    if workers is not None and workers < 1:
-        from gpucluster.errors import UserError
-        raise UserError(f"must be >= 1, got {workers}", field="--workers")
+    from gpucluster.output_file import check_output_path, write_output
+
+    for flag, path in (("--out", out), ("--html", html)):
+        if path:   # the one-line reason before any task runs (a folder, a 300-character name, a FIFO)
+            check_output_path(path, flag)
+    if workers is not None:
+        from gpucluster.api_args import count_option
+        count_option(workers, "--workers", 1, 1024)
     with Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=err_console, transient=True, disable=json_out) as bar:
         tid = bar.add_task("sweep", total=None)
@@ -40,8 +41,7 @@ def sweep(
     if out:
         # A missing folder, a folder path or a read-only folder is one line (exit 2), not a traceback;
         # the file appears whole or not at all.
-        from gpucluster.report.html import write_atomic
-        write_atomic(out, json.dumps(result, indent=2), field_name="--out")
+        write_output(out, json.dumps(result, indent=2), field="--out")
     if json_out:
         from gpucluster.documents import dump
         print_json(dump("sweep", result))

@@ -8,6 +8,9 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
+from gpucluster.api_args import DOCUMENT_NAME, checked
+from gpucluster.errors import unknown_name
+
 # schema name (gpucluster-NAME/v1) -> (module, class)
 DOCUMENTS: dict[str, tuple[str, str]] = {
     "plan-train": ("plan_train", "PlanTrainDocument"),
@@ -35,8 +38,11 @@ def schema_id(name: str) -> str:
     return f"gpucluster-{name}/v1"
 
 
+@checked(DOCUMENT_NAME)
 def model_of(name: str) -> Any:
     """The model class of document NAME (`plan-train`, ...)."""
+    if name not in DOCUMENTS:
+        raise unknown_name("document", name, DOCUMENTS, field="name")
     module, cls = DOCUMENTS[name]
     return getattr(import_module(f"gpucluster.documents.{module}"), cls)
 

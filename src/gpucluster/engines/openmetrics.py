@@ -4,11 +4,11 @@ in base units (`_bytes`, `_seconds`, `_bytes_per_second`, ratios 0..1, counters 
 from __future__ import annotations
 
 import math
-import os
 import re
 from dataclasses import dataclass, field
 
-from gpucluster.files import replace_atomically
+from gpucluster.errors import UserError
+from gpucluster.output_file import write_output
 
 _NAME = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]*$")
 _LABEL = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
@@ -26,7 +26,11 @@ class Family:
         for k in labels:
             if not _LABEL.match(k):
                 raise ValueError(f"bad label name {k!r}")
-        self.samples.append(({k: str(v) for k, v in labels.items()}, float(value)))
+        x = float(value)
+        if not math.isfinite(x):   # a finite figure scaled to base units can overflow (1e306 hours -> +Inf)
+            raise UserError(f"{self.name}: the sample is {_value(x)} in base units ({self.unit or 'a ratio'}): "
+                            "no finite value to export", field="metrics")
+        self.samples.append(({k: str(v) for k, v in labels.items()}, x))
         return self
 
 
@@ -65,11 +69,11 @@ def render(families: list[Family], openmetrics: bool = False) -> str:
     return "\n".join(out) + "\n"
 
 
-def write_textfile(path: str, families: list[Family], openmetrics: bool = False) -> None:
+def write_textfile(path: str, families: list[Family], openmetrics: bool = False, field: str = "--metrics") -> None:
     """Atomically, as node-exporter's textfile collector wants: a temporary file in the same folder,
     flushed to disk, mode 0644 (mkstemp makes it 0600, which a collector running as another user
     could not read), then renamed over the target. A failure leaves no temporary file behind."""
-    replace_atomically(os.path.abspath(path), render(families, openmetrics=openmetrics), 0o644)
+    write_output(path, render(families, openmetrics=openmetrics), field=field, mode=0o644)
 
 
 def collective_families(result: dict) -> list[Family]:

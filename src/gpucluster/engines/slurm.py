@@ -22,6 +22,7 @@ import time
 from dataclasses import dataclass, field
 from collections.abc import Callable, Sequence
 
+from gpucluster.engines.process import Finished, OutputTooLarge, run_bounded
 from gpucluster.errors import UserError
 
 TERMINAL = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "PREEMPTED",
@@ -30,6 +31,16 @@ HISTORY_FIELDS = ("JobID", "JobName", "User", "Account", "Partition", "QOS", "Su
                   "Elapsed", "Timelimit", "State", "ExitCode", "AllocTRES", "ReqTRES", "NNodes")
 STATUS_FIELDS = ("JobID", "JobName", "State", "ExitCode", "NodeList", "Reason")
 _UNSET_PATH = ("", "(null)", "None")
+STATUS_CAP = 16 << 20       # squeue/sacct/scontrol output about one job: a few kB
+HISTORY_CAP = 256 << 20     # sacct history: ~1.5M jobs at ~170 bytes a row
+TAIL_BYTES = 4000           # the end of a job's output shown after it ends
+MAX_QUOTE = 200             # characters of a program's message quoted in an error line
+
+
+def quote(text: str, limit: int = MAX_QUOTE) -> str:
+    """A program's message on one line, at most `limit` characters."""
+    one = " ".join(text.split())
+    return one if len(one) <= limit else one[:limit] + f"... ({len(one):,} characters)"
 
 
 def decode_wait_status(raw: int) -> tuple[int | None, int | None]:
@@ -48,11 +59,13 @@ def decode_wait_status(raw: int) -> tuple[int | None, int | None]:
 
 def parse_exit_pair(text: str) -> tuple[int | None, int | None]:
     """(exit code, signal) from Slurm's `EXIT:SIGNAL` notation (scontrol ExitCode, sacct -P ExitCode)."""
-    m = re.match(r"^\s*(\d+)(?::(\d+))?\s*$", text or "")
+    m = re.match(r"^\s*(\d{1,10})(?::(\d{1,10}))?\s*$", text if isinstance(text, str) else "")
     if not m:
         return None, None
     code, sig = int(m.group(1)), int(m.group(2) or 0)
-    return (None, sig) if sig else (code, None)
+    if sig:
+        return (None, sig) if sig < 128 else (None, None)
+    return (code, None) if code <= 255 else (None, None)
 
 
 def _exit_of(value) -> tuple[int | None, int | None]:
@@ -128,15 +141,26 @@ def _state(value) -> str:
         value = value.get("current", "")
     if isinstance(value, list):
         value = value[0] if value else ""
-    return str(value).split()[0].upper() if value else "UNKNOWN"
+    words = value.split() if isinstance(value, str) else []
+    # A state is a Slurm word (RUNNING, OUT_OF_MEMORY); anything else (blank, binary, 1 MB) is unknown.
+    state = words[0].upper().rstrip("+") if words else ""
+    return state if re.fullmatch(r"[A-Z_]{1,40}", state) else "UNKNOWN"
 
 
 def _reason(text) -> str:
-    return "" if text in (None, "None", "(null)") else str(text)
+    return "" if text in (None, "None", "(null)") else _field(text)
+
+
+def _field(value, limit: int = 1000) -> str:
+    """A name, node list or reason from a Slurm program: text, cut to `limit` characters."""
+    text = value if isinstance(value, str) else "" if value is None or isinstance(value, (dict, list)) else str(value)
+    return text[:limit]
 
 
 def _path(text) -> str | None:
-    return None if not isinstance(text, str) or text in _UNSET_PATH else text
+    if not isinstance(text, str) or text in _UNSET_PATH or len(text) > 4096 or "\x00" in text:
+        return None
+    return text
 
 
 class SlurmClient:
@@ -144,10 +168,15 @@ class SlurmClient:
         self.timeout = timeout
         self.env = env
 
-    def _run(self, argv: list[str], check: bool = True) -> subprocess.CompletedProcess:
+    def _run(self, argv: list[str], check: bool = True, cap: int = STATUS_CAP) -> Finished:
+        """Run a Slurm program; its output is untrusted (any bytes, any size: see process.py)."""
         try:
-            p = subprocess.run(argv, capture_output=True, text=True, timeout=self.timeout,
-                               env=None if self.env is None else {**os.environ, **self.env})
+            p = run_bounded(argv, timeout_s=self.timeout, cap_bytes=cap,
+                            env=None if self.env is None else {**os.environ, **self.env})
+        except OutputTooLarge as exc:
+            raise UserError(f"{exc}: refused (is {argv[0]} the Slurm program?)") from None
+        except PermissionError:
+            raise UserError(f"{argv[0]}: permission denied (not executable)") from None
         except FileNotFoundError:
             raise UserError(f"{argv[0]} not found: install the Slurm client (e.g. apt-get install slurm-client) "
                             "or run where Slurm is") from None
@@ -156,16 +185,16 @@ class SlurmClient:
             raise UserError(f"Slurm did not answer within {self.timeout:g} s ({argv[0]}): is slurmctld up and "
                             f"reachable? (SLURM_CONF={conf})") from None
         if check and p.returncode:
-            msg = (p.stderr.strip() or p.stdout.strip()).splitlines()
-            raise UserError(f"{argv[0]} failed: {' '.join(m.strip() for m in msg) or f'exit {p.returncode}'}")
+            msg = quote(p.stderr.strip() or p.stdout.strip())
+            raise UserError(f"{argv[0]} failed: {msg or f'exit {p.returncode}'}")
         return p
 
     # -- submit -----------------------------------------------------------------------
     def submit(self, script: str, args: Sequence[str] = ()) -> int:
         out = self._run(["sbatch", "--parsable", *args, script]).stdout.strip()
         m = re.match(r"^(\d+)", out)
-        if not m:
-            raise UserError(f"sbatch did not print a job id: {out!r}")
+        if not m or len(m.group(1)) > 18:
+            raise UserError(f"sbatch did not print a job id: {quote(out)!r}")
         return int(m.group(1))
 
     def cancel(self, job_id: int) -> None:
@@ -185,8 +214,8 @@ class SlurmClient:
         for j in jobs:
             if _int(j.get("job_id")) == job_id:
                 code, sig = _exit_of(j.get("exit_code"))
-                return JobStatus(job_id, _state(j.get("job_state")), str(j.get("name") or ""), code, sig,
-                                 str(j.get("nodes") or ""), _reason(j.get("state_reason")),
+                return JobStatus(job_id, _state(j.get("job_state")), _field(j.get("name")), code, sig,
+                                 _field(j.get("nodes")), _reason(j.get("state_reason")),
                                  _path(j.get("standard_output")), "squeue")
         return None
 
@@ -201,7 +230,7 @@ class SlurmClient:
                 continue
             row = dict(zip(STATUS_FIELDS, parts, strict=True))
             code, sig = parse_exit_pair(row["ExitCode"])
-            return JobStatus(job_id, _state(row["State"]), row["JobName"], code, sig, row["NodeList"],
+            return JobStatus(job_id, _state(row["State"]), _field(row["JobName"]), code, sig, _field(row["NodeList"]),
                              _reason(row["Reason"]), None, "sacct")
         return None
 
@@ -212,8 +241,8 @@ class SlurmClient:
         kv = dict(re.findall(r"(\w+)=(\S*)", p.stdout))
         name = re.search(r"JobName=(.*?) UserId=", p.stdout)   # a name may hold blanks
         code, sig = parse_exit_pair(kv.get("ExitCode", ""))
-        return JobStatus(job_id, _state(kv.get("JobState")), name.group(1) if name else kv.get("JobName", ""),
-                         code, sig, kv.get("NodeList", ""), _reason(kv.get("Reason")), _path(kv.get("StdOut")),
+        return JobStatus(job_id, _state(kv.get("JobState")), _field(name.group(1) if name else kv.get("JobName", "")),
+                         code, sig, _field(kv.get("NodeList", "")), _reason(kv.get("Reason")), _path(kv.get("StdOut")),
                          "scontrol")
 
     def follow(self, job_id: int, *, poll_s: float = 1.0, timeout_s: float | None = None,
@@ -231,28 +260,28 @@ class SlurmClient:
                 if misses >= 5:
                     return JobStatus(job_id, "LOST", last.name if last else "", reason="the job left squeue and "
                                      "neither sacct nor scontrol knows it", source="none",
-                                     stdout=_expand(stdout, job_id, last.name if last else ""))
+                                     stdout=expand_output(stdout, job_id, last.name if last else ""))
             else:
                 misses = 0
                 if on_change and (last is None or st.state != last.state):
                     on_change(st)
                 last = st
                 if st.done:
-                    st.stdout = self._output_path(st, stdout)
+                    st.stdout = self.output_path(st, stdout)
                     return st
             if end is not None and time.monotonic() > end:
                 raise UserError(f"job {job_id} still {last.state if last else 'unknown'} after {timeout_s:g} s "
                                 "(it keeps running; follow again with `gpucluster slurm status`)")
             time.sleep(poll_s)
 
-    def _output_path(self, st: JobStatus, submitted: str | None) -> str | None:
+    def output_path(self, st: JobStatus, submitted: str | None) -> str | None:
         """scontrol expands every pattern (%N, %u...); else the path we submitted, else squeue's."""
         if st.stdout and "%" not in st.stdout:
             return st.stdout
         sc = self._scontrol(st.job_id)
         if sc and sc.stdout:
             return sc.stdout
-        return _expand(submitted or st.stdout, st.job_id, st.name)
+        return expand_output(submitted or st.stdout, st.job_id, st.name)
 
     # -- history ----------------------------------------------------------------------
     def history(self, since: str = "2000-01-01", until: str | None = None, all_users: bool = True) -> str:
@@ -260,48 +289,95 @@ class SlurmClient:
         argv = ["sacct", "-P", "-X", "-S", since, "-o", ",".join(HISTORY_FIELDS)]
         argv += ["-E", until] if until else []
         argv += ["-a"] if all_users else []
-        p = self._run(argv, check=False)
+        p = self._run(argv, check=False, cap=HISTORY_CAP)
         if p.returncode:
             msg = p.stderr.strip()
             if "accounting_storage/none" in msg or "not running a supported accounting" in msg.lower():
                 raise UserError("this Slurm keeps no job history (AccountingStorageType=accounting_storage/none); "
                                 "sacct needs slurmdbd")
-            raise UserError(f"sacct failed: {' '.join(msg.splitlines())}")
+            raise UserError(f"sacct failed: {quote(msg) or f'exit {p.returncode}'}")
         return p.stdout
 
 
 def _int(value) -> int:
+    if isinstance(value, bool):
+        return -1
     try:
         return int(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return -1
 
 
-def _expand(path: str | None, job_id: int, name: str) -> str | None:
-    """Slurm's filename patterns (%j job id, %A array job, %x job name, %% a percent sign)."""
+def expand_output(path: str | None, job_id: int, name: str) -> str | None:
+    """Slurm's filename patterns (%j and %J job id, %A array job, %x job name, %% a percent sign;
+    a number between % and the letter zero-pads, as `%5j`); the node-side ones (%N, %t...) are
+    left for scontrol, which expands them."""
     if path is None:
         return None
-    return re.sub(r"%(%|j|A|x)", lambda m: {"%": "%", "j": str(job_id), "A": str(job_id),
-                                            "x": name}[m.group(1)], path)
+
+    def one(m: re.Match) -> str:
+        if m.group(2) == "%":
+            return "%"
+        if m.group(2) == "x" and not name:   # the name is not known here: left for scontrol
+            return m.group(0)
+        value = name if m.group(2) == "x" else str(job_id)
+        return value.zfill(min(int(m.group(1) or 0), 10)) if m.group(2) != "x" else value
+    return re.sub(r"%(\d{0,2})(%|j|J|A|x)", one, path)
 
 
 def _jobs(text: str) -> list[dict]:
     try:
         data = json.loads(text)
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):   # not JSON, a 5,000-digit number, or nested 100,000 deep
         return []
     jobs = data.get("jobs") if isinstance(data, dict) else None
     return [j for j in jobs if isinstance(j, dict)] if isinstance(jobs, list) else []
 
 
-def read_tail(path: str, limit: int = 4000) -> str | None:
-    """The end of a job's output file; None when it cannot be read here (e.g. node-local storage)."""
+def _open_output(path: str) -> int | None:
+    """A job's output file open for reading, or None: not here, or not a regular file (a job
+    whose output is /dev/zero or a named pipe is read as unreadable, never waited on or
+    read without end)."""
+    import stat
+
     try:
-        with open(path, "rb") as f:
-            f.seek(0, os.SEEK_END)
-            size = f.tell()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except (OSError, ValueError):
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            return None
+        os.set_blocking(fd, True)
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def read_tail(path: str, limit: int = TAIL_BYTES) -> str | None:
+    """The last `limit` bytes of a job's output file; None when it cannot be read here (node-local
+    storage, or not a regular file)."""
+    fd = _open_output(path)
+    if fd is None:
+        return None
+    try:
+        with open(fd, "rb") as f:
+            size = f.seek(0, os.SEEK_END)
             f.seek(max(0, size - limit))
-            return f.read().decode("utf-8", errors="replace")
+            return f.read(limit).decode("utf-8", errors="replace")
+    except OSError:
+        return None
+
+
+def read_output(path: str, limit: int) -> str | None:
+    """At most the first `limit` bytes of a job's output file, as text; None when unreadable here."""
+    fd = _open_output(path)
+    if fd is None:
+        return None
+    try:
+        with open(fd, "rb") as f:
+            return f.read(limit).decode("utf-8", errors="replace")
     except OSError:
         return None
 

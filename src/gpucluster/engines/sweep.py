@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from gpucluster.jsonable import finite
 
 SCHEMA = "gpucluster-sweep/v1"
+MAX_TASKS = 100_000      # a sweep's grid: checked as the product of the value counts, before it is expanded
 
 
 @dataclass(frozen=True)
@@ -76,7 +77,7 @@ class SweepSpec(BaseModel):
                                                               "(default: all)")
     paths: list[str] = Field(default_factory=list, description="option names whose values are files "
                                                                "(made relative to the sweep file)")
-    timeout_s: float = Field(600, gt=0, description="per task")
+    timeout_s: float = Field(600, gt=0, le=86400, allow_inf_nan=False, description="per task (at most a day)")
 
     @field_validator("command")
     @classmethod
@@ -84,6 +85,19 @@ class SweepSpec(BaseModel):
         if tuple(value) not in COMMANDS:
             raise ValueError(f"a sweep runs {', '.join(repr(' '.join(c)) for c in COMMANDS)}; "
                              f"got {' '.join(value)!r}")
+        return value
+
+    @field_validator("grid")
+    @classmethod
+    def _bounded(cls, value: dict[str, list[Any]]) -> dict[str, list[Any]]:
+        n = 1
+        for key, values in value.items():
+            if not values:
+                raise ValueError(f"{key}: an empty list of values makes no task")
+            n *= len(values)
+            if n > MAX_TASKS:   # 22 keys x 2 values reached 3.5 GB when the product was expanded first
+                raise ValueError(f"the grid makes more than {MAX_TASKS:,} tasks (product of the value counts); "
+                                 "split the sweep")
         return value
 
 

@@ -7,7 +7,11 @@ import shlex
 
 from gpucluster.errors import UserError
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+# Refused in every value written into a script or config: C0 and C1 controls (NEL, U+0085, ends a
+# line for some readers), the line and paragraph separators, and the invisible format characters
+# that reorder or hide text in an editor or a review (Trojan Source, CVE-2021-42574): the bidi
+# embeddings, overrides and isolates, the zero-width characters, marks and the BOM.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
 
 
 def check_text(value: str, field: str) -> str:
@@ -16,7 +20,9 @@ def check_text(value: str, field: str) -> str:
     if not value:
         raise UserError("must not be empty", field=field)
     if _CONTROL.search(value):
-        raise UserError(f"must not contain newlines or control characters: {value!r}", field=field)
+        bad = _CONTROL.search(value).group()   # type: ignore[union-attr]
+        raise UserError(f"must not contain newlines, control or invisible format characters (found U+{ord(bad):04X}): "
+                        f"{value[:60]!r}{'...' if len(value) > 60 else ''}", field=field)
     return value
 
 
@@ -51,7 +57,8 @@ def slurm_directive(value: str) -> str:
     around the value, with backslash and double quote escaped. A control character would end
     the directive line and start a shell line: refused, whatever the caller checked before."""
     if _CONTROL.search(value):
-        raise UserError(f"must not contain newlines or control characters: {value[:40]!r}", field="#SBATCH value")
+        raise UserError(f"must not contain newlines, control or invisible format characters: {value[:40]!r}",
+                        field="#SBATCH value")
     if _PLAIN.match(value):
         return value
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'

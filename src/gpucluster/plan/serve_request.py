@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from gpucluster.api_args import MAX_RATE, PLAN_SERVE, SERVE_FLAGS, checked
 from gpucluster.errors import UserError
 
 if TYPE_CHECKING:
@@ -43,8 +44,8 @@ def parse_rate(text: str) -> float:
     if not m:
         raise UserError(f"expected requests per second such as 1000 or 50k, got {text!r}", field="--rate")
     value = float(m.group(1)) * {"": 1, "k": 1e3, "K": 1e3, "m": 1e6, "M": 1e6}[m.group(2)]
-    if not value > 0 or not math.isfinite(value):
-        raise UserError(f"must be > 0 requests per second, got {text!r}", field="--rate")
+    if not 0 < value <= MAX_RATE:
+        raise UserError(f"must be > 0 and <= {MAX_RATE:g} requests per second, got {text[:60]!r}", field="--rate")
     return value
 
 
@@ -60,8 +61,8 @@ def _seconds(value: str | float | None, field: str) -> float | None:
 
 
 def _per_second(rate: float) -> float:
-    if isinstance(rate, bool) or not (rate > 0 and math.isfinite(rate)):
-        raise UserError(f"must be > 0 requests per second, got {rate!r}", field="--rate")
+    if isinstance(rate, bool) or not 0 < rate <= MAX_RATE:
+        raise UserError(f"must be > 0 and <= {MAX_RATE:g} requests per second, got {rate!r}", field="--rate")
     return float(rate)
 
 
@@ -151,6 +152,7 @@ def _cpus(cpu: str | None) -> list[tuple[Any, int]]:
     return [(catalog.cpus.get(cname.strip(), field="--cpu"), int(sockets or 2))]
 
 
+@checked(PLAN_SERVE, flags=SERVE_FLAGS)
 def plan_serve(model: str | Any, rate: str | float, *, gpu: str | None = None, cluster: str | None = None,
                pool: str | None = None, nodes: int | None = None, nic: str = "NDR400", input_tokens: int = 512,
                output_tokens: int = 256, lengths: str = "fixed", slo_ttft: str | float | None = None,

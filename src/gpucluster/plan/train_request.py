@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from gpucluster.api_args import PLAN_TRAIN, TRAIN_FLAGS, checked
 from gpucluster.errors import UserError
 from gpucluster.model.training.frameworks import FRAMEWORKS
 from gpucluster.model.transformer_params import parse_pipeline_layout
@@ -137,6 +138,7 @@ def merge_stack(fixed: dict[str, Any], stack: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+@checked(PLAN_TRAIN, flags=TRAIN_FLAGS)
 def plan_train(model: str | TransformerSpec, *, cluster: str | None = None, pool: str | None = None,
                gpu: str | None = None, nodes: int | None = None, nic: str = "NDR400",
                nics_per_node: int | None = None, tokens: int | str | None = None, global_batch: int | None = None,
@@ -165,6 +167,8 @@ def plan_train(model: str | TransformerSpec, *, cluster: str | None = None, pool
         raise UserError(f"must be >= 1, got {gbs}", field="--global-batch")
     if isinstance(layout, str):
         layout = parse_layout(layout)
+    elif isinstance(layout, dict):   # from Python: the same keys and values as the text, checked the same way
+        layout = parse_layout(",".join(f"{k}={v}" for k, v in layout.items()))
     if shard_group is not None and shard_group < 1:
         raise UserError(f"must be >= 1, got {shard_group}", field="--shard-group")
     fixed = merge_stack(layout or {}, {"attention": attention, "overlap_dp_comm": dp_overlap,

@@ -17,8 +17,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gpucluster.errors import UserError
-from gpucluster.files import replace_atomically
 
 PLOT_HEIGHT_PX = 430
 
@@ -184,21 +182,10 @@ unless marked measured; the sources are listed above and in the project's docs.<
 
 
 def write_atomic(path: str | os.PathLike[str], text: str, field_name: str = "--html") -> Path:
-    """Write `text` to `path` through a temporary file in the same folder, renamed into place."""
-    target = Path(path).expanduser()
-    parent = target.parent if str(target.parent) else Path(".")
-    if target.is_dir():
-        raise UserError(f"{target} is a folder; give a file name such as {target / 'report.html'}",
-                        field=field_name)
-    if not parent.is_dir():
-        raise UserError(f"folder {parent} does not exist; create it or choose another path", field=field_name)
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise UserError(f"cannot write in {parent}: permission denied; choose another folder", field=field_name)
-    try:
-        replace_atomically(target, text, 0o644)
-    except OSError as exc:
-        raise UserError(f"cannot write {target}: {exc.strerror}", field=field_name) from None
-    return target.resolve()
+    """Write `text` to `path` through a temporary file in the same folder, renamed into place
+    (output_file.write_output: every OS error, a name too long, a loop of links, is one line)."""
+    from gpucluster.output_file import write_output
+    return write_output(path, text, field=field_name)
 
 
 def write_report(report: Report, path: str, *, plotlyjs: str | None = None) -> Path:

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gpucluster.api_args import SIMULATE, checked
+
 if TYPE_CHECKING:
     from gpucluster.documents.simulation import SimulationDocument
     from gpucluster.specs.scenario import LoadedScenario, Scenario
@@ -47,6 +49,7 @@ def load(scenario: str | Path | Scenario | LoadedScenario) -> LoadedScenario:
     return load_scenario(scenario)
 
 
+@checked(SIMULATE)
 def simulate(scenario: str | Path | Scenario | LoadedScenario, *, policy: str | None = None, seed: int | None = None,
              events: Callable[[dict], None] | None = None, on_progress: Callable[[float], None] | None = None,
              on_start: Callable[[Any], None] | None = None, policy_field: str = "policy") -> SimulationRun:

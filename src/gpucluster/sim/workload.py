@@ -163,7 +163,12 @@ def batch(ctx: Context, w: Any, loc: tuple) -> None:
     where = ctx.loaded.where(*loc)
     rng = ctx.rng(f"workload:{w.name}")
     times = arrival_times(w.arrivals, ctx.horizon_s, rng, where)
-    counts = np.maximum(1, np.rint(sample(w.tasks, len(times), rng, ctx.loaded.base, where))).astype(int)
+    raw = np.maximum(1, np.rint(sample(w.tasks, len(times), rng, ctx.loaded.base, where)))
+    total = float(raw.sum())   # the cap before a job (or a task duration) is built: 1e8 tasks took 3.6 GB
+    if not total + len(ctx.jobs) <= MAX_JOBS:
+        raise UserError(f"{w.name}: {total:.3g} tasks in all, with the other workloads more than {MAX_JOBS:,} jobs; "
+                        "lower tasks, the arrival rate or the horizon", **where)
+    counts = raw.astype(int)
     hours = sample(w.task_hours, int(counts.sum()), rng, ctx.loaded.base, ctx.loaded.where(*loc, "task_hours"))
     types = allowed_types(ctx, w, where)
     speeds = peak_speeds(types, types[0])

@@ -23,6 +23,7 @@ import yaml
 from pydantic import (BaseModel, ConfigDict, Field, ValidationInfo, field_validator,
                       model_validator)
 
+from gpucluster.api_args import ONE_PATH, checked
 from gpucluster.catalog import catalog
 from gpucluster.catalog.models import Gpu, Nic, Switch
 from gpucluster.errors import UserError, unknown_name
@@ -318,6 +319,7 @@ def _no_duplicates(kind: str, names: list[str]) -> None:
         seen.add(n)
 
 
+@checked(ONE_PATH)
 def load_cluster(path: str | Path) -> ClusterSpec:
     """Load and validate a cluster YAML; errors are one `UserError` line with file:line."""
     return load_model(ClusterSpec, path)

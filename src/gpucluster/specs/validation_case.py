@@ -8,6 +8,8 @@ stopping the whole file.
 
 from __future__ import annotations
 
+import math
+
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, field_validator, model_validator
@@ -60,8 +62,8 @@ class Case(BaseModel):
         if not v:
             raise ValueError("needs at least one measured metric")
         for k, x in v.items():
-            if x <= 0:
-                raise ValueError(f"{k} must be > 0, got {x}")
+            if not (math.isfinite(x) and x > 0):   # NaN passed `x <= 0` and validated as exit 0
+                raise ValueError(f"{k} must be a finite number > 0, got {x}")
         return v
 
 

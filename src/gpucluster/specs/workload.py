@@ -26,6 +26,7 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt, ValidationInfo, field_validator
 
+from gpucluster.api_args import MODEL_NAME, checked
 from gpucluster.files import is_file
 from gpucluster.catalog.models import Entry, Sourced, _known_source
 from gpucluster.errors import UserError
@@ -280,6 +281,7 @@ def _is_file(text: str) -> bool:
         return False
 
 
+@checked(MODEL_NAME)
 def load_model_spec(name_or_path: str | Path) -> TransformerSpec:
     """A preset (case-insensitive name or alias) or a YAML file.
 

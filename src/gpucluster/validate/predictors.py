@@ -22,6 +22,10 @@ class Unsupported(Exception):
     """The model cannot predict this case (yet); the message says why."""
 
 
+class Invalid(Unsupported):
+    """A section of the case breaks its own schema (gpus: 0): bad input, not a gap of the model."""
+
+
 Predictor = Callable[[Case], dict[str, float]]
 predictors: Registry[Predictor] = Registry("validation case kind")
 
@@ -33,7 +37,7 @@ def section(model: type[BaseModel], data: Any, name: str) -> Any:
         return model.model_validate(data)
     except ValidationError as exc:
         err = exc.errors(include_url=False)[0]
-        raise Unsupported(f"{name}.{format_loc(err['loc'])}: {err['msg']}") from None
+        raise Invalid(f"{name}.{format_loc(err['loc'])}: {err['msg']}") from None
 
 
 def fabric_for(hw: Hardware) -> TrainingFabric:

@@ -6,13 +6,15 @@ import statistics
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from gpucluster.api_args import ONE_PATH, checked
 from gpucluster.specs.loader import load_yaml, parse_data
 from gpucluster.specs.validation_case import ValidationFile
 from gpucluster.validate import training_predictor  # registers the `training` kind; its defaults_taken
 from gpucluster.validate import inference_predictor  # noqa: F401  (registers the `inference` kind)
 from gpucluster.validate.conventions import compared_metric
 from gpucluster.validate.in_sample import in_sample
-from gpucluster.validate.predictors import Unsupported, predictors
+from gpucluster.errors import UserError
+from gpucluster.validate.predictors import Invalid, Unsupported, predictors
 
 
 @dataclass
@@ -84,6 +86,7 @@ def load_file(path: str | Path) -> ValidationFile:
     return parse_data(ValidationFile, data, str(path), lines)
 
 
+@checked(ONE_PATH)
 def run_file(path: str | Path) -> list[CaseResult]:
     vf = load_file(path)
     results: list[CaseResult] = []
@@ -95,6 +98,8 @@ def run_file(path: str | Path) -> list[CaseResult]:
         else:
             try:
                 predicted = predictors.get(case.kind)(case)
+            except Invalid as exc:   # bad input: exit 2 naming the case, never a row and exit 0
+                raise UserError(str(exc), file=str(path)[:200], field=f"case {case.id[:60]!r}") from None
             except Unsupported as exc:
                 reason = str(exc)
             except ValueError as exc:  # a combination the model cannot evaluate: a reason, never a crash

@@ -11,7 +11,7 @@
 
 from __future__ import annotations
 
-from gpucluster.check.context import as_int
+from gpucluster.check.context import as_int, nodes_problem
 from gpucluster.check.findings import Finding
 from gpucluster.check.jobs import JobFile, Setting
 from gpucluster.check.rules.base import Rule, rule
@@ -72,8 +72,17 @@ class SbatchGres(Rule):
                     yield Finding(self.id, "warning", f"--exclusive nodes with {have} GPUs but {s.value} uses {n}: "
                                   f"{have - n} GPUs per node idle", f"request gpu:{have}", ev | {"requested": n},
                                   job.at(s.line))
+            if req and req[0] == 0:
+                yield Finding(self.id, "error", f"{req[2].value} asks for 0 GPUs per node: the job gets no GPU",
+                              f"request gpu:{have}", ev | {"requested": 0}, job.at(req[2].line))
+            s_nodes = job.directives.get("nodes")
+            bad = nodes_problem(s_nodes.value) if s_nodes is not None else None
+            if s_nodes is not None and bad:
+                yield Finding(self.id, "error", f"--nodes={s_nodes.value[:40]}: {bad}; sbatch refuses the job",
+                              "--nodes=N or --nodes=MIN-MAX with 1 <= MIN <= MAX", ev | {"nodes": s_nodes.value[:40]},
+                              job.at(s_nodes.line))
             gpus = req[0] if req else None
-            nodes = as_int(job.directives.get("nodes"))
+            nodes = as_int(job.directives.get("nodes")) if not bad else None
             if nodes and nodes > pool.count:
                 s = job.directives["nodes"]
                 yield Finding(self.id, "error", f"--nodes={s.value} but pool {pool.name} has {pool.count} nodes: the "
