@@ -49,7 +49,7 @@ from gpucluster.model.regime import (DEFAULT_ENGINE, DEFAULT_FRAMEWORK, SERVING_
 from gpucluster.model.uncertainty import (LEVEL, MIN_CASES, MIN_SOURCES, Residual, build_bands, coverage,  # noqa: E402
                                           factors)
 from gpucluster.specs.validation_case import Case  # noqa: E402
-from gpucluster.validate.runner import load_file, stack_defaults  # noqa: E402
+from gpucluster.validate.runner import case_defaults, load_file, stack_defaults  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "validation"
 TRAINING_FILES = ("training-public.yaml", "training-vtrain-single-public.yaml", "training-sharded-public.yaml")
@@ -72,7 +72,7 @@ SERVING_METRIC = {"tokens_per_s": ("throughput", -1), "tokens_per_s_per_gpu": ("
 
 
 def training_point(c: Case) -> dict[str, Any]:
-    return case_point(c, stack_defaults())
+    return case_point(c, case_defaults(c))
 
 
 def serving_point(c: Case) -> dict[str, Any]:

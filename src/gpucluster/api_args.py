@@ -223,7 +223,8 @@ PLAN_TRAIN = {
     "layout": AnyOf(Instance("builtins:dict", "a dict of layout keys"), Text(), optional=True),
     "precision": Text(), "top": Int(1, 10_000), "tp_across_domains": Flag(),
     "attention": Text(optional=True), "dp_overlap": Flag(optional=True), "tp_overlap": Flag(optional=True),
-    "moe_overlap": Text(optional=True),
+    "moe_overlap": Text(optional=True), "framework": Text(optional=True),
+    "shard_group": Int(1, MAX_NODES * MAX_GPUS_PER_NODE, optional=True),
 }
 MAX_RATE = 1e7   # requests per second: ~100x the largest public serving fleets' peak; past it the search is meaningless
 PLAN_SERVE = {
@@ -233,6 +234,7 @@ PLAN_SERVE = {
     "output_tokens": Int(1, MAX_C_INT), "lengths": Text(), "slo_ttft": _DURATION, "slo_tpot": _DURATION,
     "precision": Text(), "kv_precision": Text(optional=True), "max_batch": Int(1, 1_000_000),
     "compare": AnyOf(Text(), ListOf(Text()), optional=True), "cpu": Text(optional=True), "simulate": Flag(),
+    "engine": Text(optional=True),
 }
 SERVE_FLAGS = {"input_tokens": "--input", "output_tokens": "--output", "model": "--model", "rate": "--rate"}
 TRAIN_FLAGS = {"model": "--model"}

@@ -5,6 +5,7 @@ through megatron-core's own TransformerConfig / DistributedDataParallelConfig / 
 validation and its micro-batch calculator."""
 
 import inspect
+from pathlib import Path
 
 import pytest
 from gen_helpers import ranked_docs, with_layout, write_plan
@@ -107,7 +108,14 @@ def test_dualpipe_plans_rank_only_what_megatron_runs(tmp_path):
     """`plan train --moe-overlap dualpipe` ranked DeepSeek-V3 layouts with pp=32 and no virtual
     stages, which Megatron-Core's expert all-to-all overlap refuses (issue 22): now every ranked
     layout is one `generate` writes."""
-    from conftest import _plan_json
+    import importlib.util
+
+    # By path: another folder's conftest may hold the name `conftest` in sys.modules.
+    spec = importlib.util.spec_from_file_location("generate_conftest", Path(__file__).with_name("conftest.py"))
+    assert spec is not None and spec.loader is not None
+    helpers = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(helpers)
+    _plan_json = helpers._plan_json
 
     from gpucluster.generate.megatron import megatron_args
     doc = _plan_json("--gpu", "H100:8", "--nodes", "64", "--model", "DeepSeek-V3", "--tokens", "100B",

@@ -64,6 +64,21 @@ def stack_defaults() -> dict[str, str | None]:
     return {"framework": default(Training, "framework", STACK_DEFAULTS), "engine": default(Serving, "engine")}
 
 
+def case_defaults(case) -> dict[str, str | None]:
+    """`stack_defaults` for this case: a training case that names no framework runs the one its
+    stated fields give (training_predictor.default_framework, docs/training.md)."""
+    out = stack_defaults()
+    if case.kind == "training":
+        from gpucluster.validate.predictors import Unsupported, section
+        from gpucluster.validate.training_predictor import Training, default_framework
+
+        try:
+            out["framework"] = default_framework(section(Training, getattr(case, "training", None), "training"))
+        except Unsupported:
+            pass
+    return out
+
+
 def _interval(case, metric: str, value: float | None, measured: float, path: str | Path) -> dict:
     """The calibrated interval of one prediction and whether the measurement lies in it."""
     if value is None or case.kind not in ("training", "inference"):
@@ -73,7 +88,7 @@ def _interval(case, metric: str, value: float | None, measured: float, path: str
     from gpucluster.errors import UserError
 
     try:
-        iv = case_interval(case, metric, value, stack_defaults())
+        iv = case_interval(case, metric, value, case_defaults(case))
     except (UserError, KeyError, TypeError):   # a case the regime cannot be read from: no interval
         return {}
     if iv is None:

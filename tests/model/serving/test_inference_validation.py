@@ -1,5 +1,6 @@
 """The inference kind of `gpucluster validate`: published cases and unseen shapes."""
 
+import pytest
 import statistics
 import textwrap
 
@@ -30,9 +31,12 @@ def test_cases_take_the_engine_they_state_and_refuse_unknown_ones(tmp_path):
         for i, e in (("none", ""), ("vllm", "engine: vllm"), ("lmdeploy", "engine: lmdeploy"),
                      ("bad", "engine: fastllm"), ("v0", "engine: vllm, engine_version: '0.6.6'"),
                      ("badv", "engine: vllm, engine_version: latest"))))
+    # A bad field is bad input (one line, exit 2; issue 23), not a case the model cannot predict.
+    from gpucluster.errors import UserError
+    with pytest.raises(UserError, match="unknown engine 'fastllm'; valid: vllm"):
+        run_file(p)
+    p.write_text(p.read_text().replace("engine: fastllm", "engine: vllm"))
     rows = {r.id: r for r in run_file(p)}
-    assert rows["bad"].predicted is None and "unknown engine" in (rows["bad"].reason or "")
-    assert "vllm" in (rows["bad"].reason or "")
     # without CUDA graphs (LMDeploy) the decode steps pay the kernel launches
     assert rows["lmdeploy"].predicted < rows["vllm"].predicted
     assert rows["none"].predicted and rows["none"].predicted != rows["vllm"].predicted
@@ -58,12 +62,15 @@ def test_steady_state_concurrency_and_rate_cases(tmp_path):
              ("r", "request_rate: 40", "output_tokens_per_s"), ("both", "batch: 8, concurrency: 8", "tpot_p50_s"))
     p.write_text("schema: gpucluster-validation/v1\ncases:" + "".join(
         textwrap.dedent(case).replace("\n", "\n  ").format(id=i, mode=m, metric=k) for i, m, k in modes))
+    from gpucluster.errors import UserError
+    with pytest.raises(UserError, match="exactly one of batch"):
+        run_file(p)
+    p.write_text(p.read_text().replace("batch: 8, concurrency: 8", "concurrency: 8"))
     rows = {r.id: r for r in run_file(p)}
     assert rows["c64"].predicted > 2 * rows["c8"].predicted
     assert rows["c64t"].predicted > rows["c8t"].predicted > 0
     # 40 requests/s over 8 single-GPU replicas: 256 tokens each, all served
     assert rows["r"].predicted == __import__("pytest").approx(40 * 256, rel=0.01)
-    assert rows["both"].predicted is None and "exactly one of" in (rows["both"].reason or "")
 
 
 def test_unseen_cases_predict_or_explain(tmp_path):
