@@ -243,7 +243,9 @@ def test_quota_invariants_hold_at_every_event(loaded):
     sim.hooks_stop.append(hook)
     sim.run()
     check_now(sim)
-    assert checks[0] > 0
+    # The invariants were checked at some event, unless no job could ever start (each job then
+    # asks for more GPUs than the types its model runs on hold, and says so).
+    assert checks[0] > 0 or all(j.reason and "more than the cluster has" in j.reason for j in sim.by_id.values())
     # every job ran, or was rejected with a reason, or is reported as never able to start
     for j in sim.by_id.values():
         assert j.state == COMPLETED or j.reason, (j.cls, j.state)
