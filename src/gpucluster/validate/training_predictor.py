@@ -160,7 +160,9 @@ def defaults_taken(case: Case) -> list[str]:
                "deepspeed": "zero: 3, unfused attention, no model parallelism"}.get(fw, "the default stack")
         out.append(f"framework: {fw} ({why}; docs/training.md)")
     if tr.attention == "flash":
-        out.append(f"attention: flash = {frameworks.get(fw).attention}, {fw}'s fused kernel")
+        kernel = frameworks.get(fw).attention
+        kernel = "the chip generation's kernel (model/training/attention.py)" if kernel == "default" else kernel
+        out.append(f"attention: flash = {kernel}, {fw}'s fused kernel")
     if tr.flops_counted is None and any(k in case.measured for k in ("tflops_per_gpu", "mfu")):
         counted = default_flops_counted(tr.attention, tr.recompute is not None)
         out.append(f"flops_counted: {counted} (recompute {'' if counted == 'hardware' else 'not '}counted; "

@@ -31,7 +31,7 @@ def test_an_unknown_framework_is_an_error_naming_the_valid_ones():
 def test_every_framework_states_its_sources_and_a_known_attention_kernel():
     for fw in frameworks.FRAMEWORKS.values():
         assert fw.source and fw.title and fw.checkpoint
-        assert fw.attention in ("flash2", "flash3", "cudnn")
+        assert fw.attention in ("default", "flash2", "flash3", "cudnn")
         assert 0 <= fw.max_zero <= 3
 
 

@@ -30,7 +30,8 @@ class Framework:
     fused_elementwise: bool      # norms, bias+activation, bias+dropout+residual are fused kernels
     host_scale: float            # host seconds per op relative to kernels.HOST_S_PER_KERNEL (Megatron = 1)
     torch_compile: bool          # torch.compile on by default (fuses element-wise chains like the fused kernels)
-    attention: str               # fused attention kernel it runs by default (model/training/attention.py names)
+    attention: str               # fused attention kernel it runs by default (model/training/attention.py names;
+                                 # "default": the chip generation's, where the stack picks by version and chip)
     overlap_dp_comm: bool        # ZeRO-0/1/2 gradient reduction overlaps the backward by default
     dp_bucket_params: float      # gradient bucket (parameters) of the DP reduction; 0: the framework's rule below
     dp_grad_bytes: int           # bytes per gradient element on the wire of the DP reduction
@@ -55,17 +56,19 @@ MEGATRON_BUCKET = 0.0  # Megatron-Core DDP: max(40M, 1M x dp) parameters per buc
 FRAMEWORKS: dict[str, Framework] = {f.name: f for f in (
     Framework(
         "megatron", "Megatron-LM / Megatron-Core", fused_elementwise=True, host_scale=1.0, torch_compile=False,
-        attention="cudnn", overlap_dp_comm=False, dp_bucket_params=MEGATRON_BUCKET, dp_grad_bytes=2,
+        attention="default", overlap_dp_comm=False, dp_bucket_params=MEGATRON_BUCKET, dp_grad_bytes=2,
         zero3="per_unit", max_zero=3, supports_pp=True, supports_tp=True, moe_dispatcher="alltoall",
         moe_overlap="none",
         checkpoint="distributed optimizer (ZeRO-1) with torch_dist checkpoints; optimizer step fused Adam",
         source="Megatron-LM arguments.py (--overlap-grad-reduce off by default; Transformer Engine "
-               "DotProductAttention, which picks cuDNN fused attention on Hopper); Megatron-Core "
+               "DotProductAttention, which picks FlashAttention or cuDNN fused attention by TE version and "
+               "chip: `default`, the chip generation's kernel of model/training/attention.py; cuDNN on "
+               "Hopper came out 28% too fast on Llama 3 405B at 128K, FlashAttention-2 8%); Megatron-Core "
                "DistributedDataParallelConfig.bucket_size docstring (max(40M, 1M x dp) parameters); "
                "Megatron-Core custom FSDP shards per transformer layer"),
     Framework(
         "nemo", "NVIDIA NeMo 2 (Megatron-Core underneath)", fused_elementwise=True, host_scale=1.0,
-        torch_compile=False, attention="cudnn", overlap_dp_comm=True, dp_bucket_params=MEGATRON_BUCKET,
+        torch_compile=False, attention="default", overlap_dp_comm=True, dp_bucket_params=MEGATRON_BUCKET,
         dp_grad_bytes=2, zero3="per_unit", max_zero=3, supports_pp=True, supports_tp=True,
         moe_dispatcher="alltoall", moe_overlap="none",
         checkpoint="Megatron-Core distributed checkpoints, asynchronous save; distributed fused Adam",

@@ -137,7 +137,7 @@ def layer_kernels(spec: TransformerSpec, gpu_name: str, precision: str, micro_ba
             gemm(g.m, g.n, g.k, g.count)
         if g.name in ("qkv", "q_proj", "kv_up"):
             fwd, bwd, n = _attention(spec, micro_batch, tp, cp, seq_len, flash, half, gpu_name, bw, kernel,
-                                       fw.attention)
+                                       None if fw.attention == "default" else fw.attention)
             t["core"] += fwd
             t["backward"] += bwd
             count["all"] += n
