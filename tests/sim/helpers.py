@@ -81,3 +81,30 @@ def pending_or_running_are_reported(sim) -> None:
             assert job.id in queued
         if job.state == RUNNING:
             assert job.id in sim.running
+
+
+DATA = Path(__file__).parent / "data"
+
+
+def gavel_small_scenario(path: Path, policy: str, extra: str = "") -> Path:
+    """The 4 V100 + 4 P100 + 4 K80 cluster of Gavel's small trace, under `policy`; `extra`: more
+    lines of the trace workload (indented four spaces) or of the scenario."""
+    path.write_text(f"""
+name: gavel-small
+cluster:
+  name: gavel-4-4-4
+  fabric: {{topology: fat-tree, switch: QM9700}}
+  node_pools:
+    - {{name: v100, count: 4, gpu: "v100:1", cpu_cores: 8, ram_gib: 61, nics_per_node: 1, nic: NDR400}}
+    - {{name: p100, count: 4, gpu: "p100:1", cpu_cores: 8, ram_gib: 61, nics_per_node: 1, nic: NDR400}}
+    - {{name: k80, count: 4, gpu: "k80:1", cpu_cores: 4, ram_gib: 61, nics_per_node: 1, nic: NDR400}}
+seed: 0
+policy: {policy}
+workloads:
+  - kind: trace
+    name: philly
+    format: gavel
+    path: {DATA / 'gavel_small.trace'}
+    throughputs: {DATA / 'gavel_throughputs_2019_sample.json'}
+{extra}""")
+    return path

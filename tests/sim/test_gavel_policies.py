@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import check_now, pending_or_running_are_reported, watch
+from helpers import check_now, gavel_small_scenario, pending_or_running_are_reported, watch
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from test_invariants import scenarios   # the event simulator's random scenarios
@@ -138,26 +138,7 @@ def test_event_simulator_agrees_with_the_array_engine(tmp_path, policy, sim_name
 
 
 def _scenario(tmp_path: Path, policy: str) -> Path:
-    p = tmp_path / "gavel.yaml"
-    p.write_text(f"""
-name: gavel-small
-cluster:
-  name: gavel-4-4-4
-  fabric: {{topology: fat-tree, switch: QM9700}}
-  node_pools:
-    - {{name: v100, count: 4, gpu: "v100:1", cpu_cores: 8, ram_gib: 61, nics_per_node: 1, nic: NDR400}}
-    - {{name: p100, count: 4, gpu: "p100:1", cpu_cores: 8, ram_gib: 61, nics_per_node: 1, nic: NDR400}}
-    - {{name: k80, count: 4, gpu: "k80:1", cpu_cores: 4, ram_gib: 61, nics_per_node: 1, nic: NDR400}}
-seed: 0
-policy: {policy}
-workloads:
-  - kind: trace
-    name: philly
-    format: gavel
-    path: {DATA / 'gavel_small.trace'}
-    throughputs: {DATA / 'gavel_throughputs_2019_sample.json'}
-""")
-    return p
+    return gavel_small_scenario(tmp_path / "gavel.yaml", policy)
 
 
 def _simulate(tmp_path: Path, policy: str) -> dict:

@@ -10,6 +10,7 @@ import re
 from pathlib import Path
 
 import pytest
+from helpers import gavel_small_scenario
 
 pytest.importorskip("scipy", reason="the round-based policies solve LPs with scipy (pip install '.[test]')")
 
@@ -20,28 +21,7 @@ DATA = Path(__file__).parent / "data"
 
 def _scenario(tmp_path: Path, policy: str = "max_min_fairness", restart_s: float = 60.0,
               checkpoint: str = "") -> Path:
-    p = tmp_path / f"gavel-{policy}.yaml"
-    p.write_text(f"""
-name: gavel-small
-cluster:
-  name: gavel-4-4-4
-  fabric: {{topology: fat-tree, switch: QM9700}}
-  node_pools:
-    - {{name: v100, count: 4, gpu: "v100:1", cpu_cores: 8, ram_gib: 61, nics_per_node: 1, nic: NDR400}}
-    - {{name: p100, count: 4, gpu: "p100:1", cpu_cores: 8, ram_gib: 61, nics_per_node: 1, nic: NDR400}}
-    - {{name: k80, count: 4, gpu: "k80:1", cpu_cores: 4, ram_gib: 61, nics_per_node: 1, nic: NDR400}}
-seed: 0
-policy: {policy}
-workloads:
-  - kind: trace
-    name: philly
-    format: gavel
-    path: {DATA / 'gavel_small.trace'}
-    throughputs: {DATA / 'gavel_throughputs_2019_sample.json'}
-    restart_s: {restart_s}
-{checkpoint}
-""")
-    return p
+    return gavel_small_scenario(tmp_path / f"gavel-{policy}.yaml", policy, f"    restart_s: {restart_s}\n{checkpoint}\n")
 
 
 @pytest.fixture(scope="module")
