@@ -5,8 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 from check_helpers import BASE, SMALL_MODEL, findings, ids, spec_with
 
+from gpucluster.check.engine import build_context
 from gpucluster.plan.reliability_plan import reliability_plan
 from gpucluster.specs.cluster import ClusterSpec
 from gpucluster.specs.workload import load_model_spec
@@ -275,3 +277,40 @@ def test_generated_job_checkpoints_within_its_time_limit(tmp_path):
         out = run("generate", "slurm", str(tmp_path / "p.json"), "--time", time, check_rc=0).stdout
         assert "--exit-duration-in-mins=" in out and "--save-interval=" in out
         assert findings(tmp_path, "training-checkpoint", jobs={"g.sbatch": out}, model="llama3-70b") == [], time
+
+
+# --- impossible or ranged #SBATCH --nodes (issue 23 item 7) ---------------------------------------
+
+def _nodes_job(nodes: str, exclusive: str = "") -> dict[str, str]:
+    return {"j.sbatch": SBATCH.format(tasks="8", gres="gpu:8", exclusive=exclusive, launch="python")
+            .replace("--nodes=4", f"--nodes={nodes}")}
+
+
+def test_exclusive_reads_nodes_as_a_range(tmp_path):
+    """`--nodes=4-2` was read as 4 nodes; a MIN-MAX range spans nodes when MAX > 1."""
+    [f] = findings(tmp_path, "sbatch-exclusive", jobs=_nodes_job("4-2"))
+    assert f.severity == "error" and "--nodes=4-2" in f.title and "minimum 4 above maximum 2" in f.title
+    [f] = findings(tmp_path, "sbatch-exclusive", jobs=_nodes_job("1-3"))
+    assert f.severity == "warning" and f.title.startswith("1-3-node job") and f.evidence == {"nodes_min": 1,
+                                                                                               "nodes_max": 3}
+    assert findings(tmp_path, "sbatch-exclusive", jobs=_nodes_job("1-1")) == []
+    assert findings(tmp_path, "sbatch-exclusive", jobs=_nodes_job("1-3", "#SBATCH --exclusive")) == []
+
+
+@pytest.mark.parametrize("nodes", ["-3", "0", "abc", str(2**64), "1e9", "4-2"])
+def test_impossible_nodes_are_not_the_job_count(tmp_path, nodes):
+    """The context says the count the estimates use is the pool's, not the job's, and why."""
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(BASE))
+    (tmp_path / "j.sbatch").write_text(_nodes_job(nodes)["j.sbatch"])
+    ctx = build_context(str(tmp_path / "c.yaml"), [str(tmp_path / "j.sbatch")], SMALL_MODEL)
+    assert ctx.job_nodes == 4 and f"--nodes={nodes[:40]} is invalid" in ctx.job_nodes_note
+    [f] = findings(tmp_path, "sbatch-exclusive", jobs=_nodes_job(nodes))
+    assert f.severity == "error" and f"--nodes={nodes[:40]}" in f.title
+
+
+def test_job_nodes_note_when_valid_or_above_the_pool(tmp_path):
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(BASE))
+    for nodes, used, note in (("2", 2, None), ("2-4", 2, None), ("64", 4, "the job asks 64 nodes, the pool has 4")):
+        (tmp_path / "j.sbatch").write_text(_nodes_job(nodes)["j.sbatch"])
+        ctx = build_context(str(tmp_path / "c.yaml"), [str(tmp_path / "j.sbatch")], SMALL_MODEL)
+        assert (ctx.job_nodes, ctx.job_nodes_note) == (used, note)

@@ -57,3 +57,15 @@ def test_list_rules():
     for rid in ("scale-out-bandwidth", "rack-power", "power-feed", "checkpoint-tier", "deepspeed-batch",
                 "nccl-socket-ifname", "sbatch-exclusive"):
         assert rid in out
+
+
+def test_header_says_an_impossible_nodes_is_not_the_job_count(tmp_path):
+    """issue 23 item 7: the header showed the pool's 32 nodes as the job's for `--nodes=4-2`."""
+    job = tmp_path / "j.sbatch"
+    job.write_text("#!/bin/bash\n#SBATCH --nodes=4-2\n#SBATCH --gres=gpu:8\nsrun python t.py\n")
+    proc = run("check", SPEC, "--job", str(job), "--rule", "sbatch-exclusive", check_rc=1)
+    assert "--nodes=4-2 is invalid (minimum 4 above maximum 2)" in " ".join(proc.stdout.split())   # rich wraps
+    data = json.loads(run("check", SPEC, "--job", str(job), "--rule", "sbatch-exclusive", "--json", check_rc=1).stdout)
+    assert "--nodes=4-2 is invalid" in data["job_nodes_note"]
+    [f] = data["findings"]
+    assert f["severity"] == "error" and "--nodes=4-2" in f["title"]

@@ -27,6 +27,15 @@ def as_int(s: Setting | None) -> int | None:
     return int(m.group(1)) if m else None
 
 
+def nodes_range(text: str) -> tuple[int, int] | None:
+    """(MIN, MAX) of a possible #SBATCH --nodes value ("4" -> (4, 4), "2-4" -> (2, 4)); None when
+    nodes_problem() says it is impossible."""
+    if nodes_problem(text) is not None:
+        return None
+    low, _, high = text.strip().partition("-")
+    return int(low), int(high or low)
+
+
 def nodes_problem(text: str) -> str | None:
     """Why an #SBATCH --nodes value is impossible (sbatch takes N or MIN-MAX, 1 <= MIN <= MAX), or
     None. `-3`, `0`, `abc`, `1e9`, `4-2` and 2**64 were read as "the whole pool"."""
@@ -87,18 +96,34 @@ class CheckContext:
         return out
 
     @cached_property
-    def job_nodes(self) -> int:
-        """Nodes the job runs on: the first job file that says, else the whole pool (capped at the pool)."""
+    def _job_nodes_and_note(self) -> tuple[int, str | None]:
+        """(nodes the estimates use, why that is not the job's own count or None)."""
         for job in self.jobs:
             s = job.directives.get("nodes")
-            n = as_int(s) if s is not None and nodes_problem(s.value) is None else None   # impossible: a finding
+            bad = nodes_problem(s.value) if s is not None else None
+            n = as_int(s) if s is not None and not bad else None      # impossible: a finding (sbatch-gres)
             for c in job.commands:
                 n = n or as_int(c.option("nnodes"))
             for w in job.workloads:
                 n = n or as_int(w.pods)
             if n:
-                return max(1, min(n, self.pool.count))
-        return self.pool.count
+                used = max(1, min(n, self.pool.count))
+                return used, (None if used == n else f"the job asks {n} nodes, the pool has {self.pool.count}")
+            if s is not None and bad:
+                # Estimates need a count; the header says it is the pool's, not the job's.
+                return self.pool.count, (f"the job's --nodes={s.value.strip()[:40]} is invalid ({bad}); estimates "
+                                         f"assume the whole pool, {self.pool.count} nodes")
+        return self.pool.count, None
+
+    @property
+    def job_nodes(self) -> int:
+        """Nodes the job runs on: the first job file that says, else the whole pool (capped at the pool)."""
+        return self._job_nodes_and_note[0]
+
+    @property
+    def job_nodes_note(self) -> str | None:
+        """Why job_nodes is not the job's own count (an impossible --nodes, more nodes than the pool), or None."""
+        return self._job_nodes_and_note[1]
 
     @cached_property
     def job_gpus(self) -> int:

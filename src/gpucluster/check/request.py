@@ -36,7 +36,8 @@ class CheckReport:
     def to_json(self) -> dict[str, Any]:
         ctx = self.context
         return {"schema": "gpucluster-check/v1", "cluster": ctx.spec.name, "jobs": [j.path for j in ctx.jobs],
-                "model": ctx.model_note, "job_nodes": ctx.job_nodes, "findings": [f.to_json() for f in self.findings],
+                "model": ctx.model_note, "job_nodes": ctx.job_nodes,
+                "job_nodes_note": ctx.job_nodes_note, "findings": [f.to_json() for f in self.findings],
                 "counts": self.counts, "fail_on": self.fail_on, "exit_code": self.exit_code}
 
 

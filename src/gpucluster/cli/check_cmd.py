@@ -77,7 +77,8 @@ def _render(ctx, findings, counts, fail_on: str, code: int) -> None:
     # Names, paths, titles and evidence quote the spec and the job files: all through safe().
     jobs = ", ".join(j.path for j in ctx.jobs) or "none"
     console.print(f"[bold]{safe(ctx.spec.name)}[/bold]: {ctx.spec.total_gpus} GPUs; jobs: {safe(jobs)}; model "
-                  f"{safe(ctx.model_note)}; job on {ctx.job_nodes} node(s) of pool {safe(ctx.pool.name)}")
+                  f"{safe(ctx.model_note)}; job on {ctx.job_nodes} node(s) of pool {safe(ctx.pool.name)}"
+                  + (f" [yellow]({safe(ctx.job_nodes_note)})[/yellow]" if ctx.job_nodes_note else ""))
     for f in findings:
         console.print(f"\n[{STYLE[f.severity]}]{f.severity.upper():7}[/] [bold]{safe(f.rule)}[/bold]  "
                       f"[dim]{safe(f.where or '')}[/dim]")

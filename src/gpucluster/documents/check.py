@@ -27,6 +27,8 @@ class CheckDocument(Document):
     jobs: list[str]
     model: str
     job_nodes: int
+    job_nodes_note: str | None = Field(None, description="why job_nodes is not the job's own count (an impossible "
+                                       "#SBATCH --nodes, more nodes than the pool), else null")
     findings: list[Finding]
     counts: dict[Severity, int]
     fail_on: Severity
