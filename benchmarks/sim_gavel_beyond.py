@@ -58,14 +58,15 @@ def seed_per_gpu_hour() -> float:
 
 
 def variant(loaded: LoadedScenario, *, jobs: int | None, policy: str, options: dict[str, Any],
-            failures: Failures | None, ckpt_min: float | None) -> LoadedScenario:
+            failures: Failures | None, ckpt_min: float | None, set_ckpt: bool = True) -> LoadedScenario:
+    """ckpt_min None with set_ckpt: no checkpoints (the spec's absent field); set_ckpt False keeps the scenario's."""
     spec = loaded.spec
     wls = []
     for w in spec.workloads:
         upd: dict[str, Any] = {}
         if w.kind == "trace":
             upd["limit"] = jobs
-            if ckpt_min is not None:
+            if set_ckpt:
                 upd["checkpoint_minutes"] = ckpt_min
         wls.append(w.model_copy(update=upd))
     new = spec.model_copy(update={"workloads": tuple(wls), "policy": policy, "policy_options": options,
@@ -94,9 +95,7 @@ def run_failures(args) -> list[dict[str, Any]]:
     rows = []
     for policy in args.policies.split(","):
         for rate_name, interval in _matrix(args):
-            ckpt = {"none": 0.0, "young": 60.0}.get(interval, None)
-            if ckpt is None:
-                ckpt = float(interval)
+            ckpt = None if interval == "none" else 60.0 if interval == "young" else float(interval)
             loaded = variant(base, jobs=args.jobs, policy=policy, options={"round_s": 360},
                              failures=rates[rate_name], ckpt_min=ckpt)
             c0 = cpu_s()
@@ -189,7 +188,8 @@ def run_gangs(args) -> list[dict[str, Any]]:
     rows = []
     for mode in [m for m in args.modes.split(",") if m]:
         for policy, opts in runs:
-            loaded = variant(base, jobs=args.jobs, policy=policy, options=opts, failures=None, ckpt_min=None)
+            loaded = variant(base, jobs=args.jobs, policy=policy, options=opts, failures=None, ckpt_min=None,
+                             set_ckpt=False)
             c0 = cpu_s()
             sim = build(loaded)
             if mode == "shared":

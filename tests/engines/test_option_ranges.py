@@ -101,3 +101,28 @@ def test_check_flags_zero_gpus_per_node(tmp_path):
     code, out, _err = run_in_process(["check", str(ROOT / "examples" / "h200-256-ndr400.yaml"), "--job", "j.sbatch",
                                      "--json"], cwd=tmp_path)
     assert code == 1 and any("0 GPUs per node" in f["title"] for f in json.loads(out)["findings"])
+
+
+@pytest.mark.parametrize("value", ["0", "-5", "0.0", "1e12", ".inf"])
+@pytest.mark.parametrize("kind", ["training", "trace"])
+def test_scenario_checkpoint_minutes_refused_with_its_range(tmp_path, value, kind):
+    """issue 23 item 6: `checkpoint_minutes: 0` was a silent "no checkpoints"; no checkpoints is the
+    absent field (or null), and every other value is in (0, 10 years]."""
+    body = ("  - {kind: training, name: t, arrivals: {process: once, count: 1}, gpus: 8, duration_hours: 1, "
+            "checkpoint_minutes: VALUE}\n" if kind == "training" else
+            "  - {kind: trace, name: t, format: gavel, path: x.trace, checkpoint_minutes: VALUE}\n")
+    (tmp_path / "s.yaml").write_text(f"name: s\ncluster: {ROOT / 'examples' / 'h200-256-ndr400.yaml'}\n"
+                                     "horizon_days: 1\nworkloads:\n" + body.replace("VALUE", value))
+    code, out, err = run_in_process(["simulate", "s.yaml"], timeout_s=60, cwd=tmp_path)
+    assert code == 2 and not classify(code, out, err, refuse=True), (code, out, err)
+    assert "s.yaml:5: workloads[0].checkpoint_minutes" in err, err
+    assert ("finite" if value == ".inf" else "(0, 5,256,000] minutes; leave it out (or null) for no checkpoints") in err
+
+
+def test_scenario_without_checkpoints_is_the_absent_or_null_field():
+    from gpucluster.specs.scenario import Training
+    base = {"kind": "training", "name": "t", "arrivals": {"process": "once", "count": 1}, "gpus": 8,
+            "duration_hours": 1}
+    assert Training.model_validate(base).checkpoint_minutes is None
+    assert Training.model_validate(base | {"checkpoint_minutes": None}).checkpoint_minutes is None
+    assert Training.model_validate(base | {"checkpoint_minutes": 30}).checkpoint_minutes == 30

@@ -27,7 +27,7 @@ def scenarios(draw):
                           "arrivals": {"per_day": draw(st.floats(2, 60)), "count": draw(st.integers(1, 25))},
                           "gpus": draw(st.lists(st.sampled_from([1, 2, 4, 8, 16, 24, 64]), min_size=1, max_size=4)),
                           "duration_hours": {"dist": "exponential", "mean": draw(st.floats(0.2, 10))},
-                          "checkpoint_minutes": draw(st.sampled_from([0, 20, 60])),
+                          "checkpoint_minutes": draw(st.sampled_from([None, 20, 60])),   # None: no checkpoints
                           "checkpoint_write_s": draw(st.sampled_from([0, 30])),
                           "restart_s": draw(st.sampled_from([0, 120])), "priority": draw(st.integers(0, 2))})
     if draw(st.booleans()):

@@ -44,7 +44,7 @@ def trace(ctx: Context, w: Any, loc: tuple) -> None:
     default_types = allowed_types(ctx, w, where) if w.gpu_types else None
     s = w.time_scale
     submits = submits * w.arrival_scale
-    kind_ckpt = w.checkpoint_minutes > 0
+    kind_ckpt = w.checkpoint_minutes is not None
     known = set(ctx.cluster_types)
     from gpucluster.sim.throughputs import cluster_speeds
     speeds_of = cluster_speeds(jobs, ctx.cluster_types, ctx.notes, w.name)   # gavel: steps/s per type
@@ -61,7 +61,7 @@ def trace(ctx: Context, w: Any, loc: tuple) -> None:
         ctx.new_job(cls=w.name, util=w.gpu_util, kind="training" if kind_ckpt or g > 1 else "batch", gpus=int(g), submit=t * s,
                     work=float("inf") if w.hold else j.duration * s, milli=j.milli, cpu_milli=j.cpu_milli, mem_mib=j.mem_mib,
                     types=frozenset(types) if types else None, speeds=speeds_of(j), queue=w.queue, priority=w.priority,
-                    ckpt_interval=w.checkpoint_minutes * 60.0, ckpt_write=w.checkpoint_write_s,
+                    ckpt_interval=(w.checkpoint_minutes or 0.0) * 60.0, ckpt_write=w.checkpoint_write_s,
                     restart_s=w.restart_s,
                     # how the job ended in the history (sacct: failed, cancelled) and what it recorded
                     extra=j.record() if hasattr(j, "record") else {},

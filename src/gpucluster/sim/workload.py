@@ -154,7 +154,7 @@ def training(ctx: Context, w: Any, loc: tuple) -> None:
             work = float(hours[i]) * 3600.0
         ctx.new_job(cls=w.name, util=w.gpu_util, kind="training", gpus=g, submit=float(times[i]), work=work,
                     types=frozenset(types) if w.gpu_types else None, speeds=speeds, queue=w.queue,
-                    priority=w.priority, ckpt_interval=w.checkpoint_minutes * 60.0,
+                    priority=w.priority, ckpt_interval=(w.checkpoint_minutes or 0.0) * 60.0,
                     ckpt_write=w.checkpoint_write_s, restart_s=w.restart_s, max_retries=w.max_retries)
 
 

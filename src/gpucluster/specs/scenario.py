@@ -13,9 +13,10 @@ gpucluster.sim.workload; this module is data only.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Final, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Discriminator,
@@ -110,6 +111,20 @@ class Arrivals(Strict):
         return self
 
 
+# Minutes of work between checkpoints. "No checkpoints" is the absent field (or null), never 0: a
+# 0-minute interval is not a schedule, and 0 was a silent accept (issue 23). At most the 10-year horizon.
+CHECKPOINT_MAX_MIN: Final = 3650 * 24 * 60
+
+
+def _checkpoint_minutes(v: float | None) -> float | None:
+    if v is not None and not 0 < v <= CHECKPOINT_MAX_MIN:
+        raise ValueError(f"must be in (0, {CHECKPOINT_MAX_MIN:,}] minutes; leave it out (or null) for no checkpoints")
+    return v
+
+
+CheckpointMinutes = Annotated[float | None, AfterValidator(_checkpoint_minutes)]
+
+
 class _Workload(Strict):
     name: str = Field(min_length=1, description="class name; results are grouped by it")
     queue: str = Field("default", description="queue (Kueue ClusterQueue, static partition) the jobs go to")
@@ -144,7 +159,8 @@ class Training(_Workload):
                                                    "each GPU type give the speeds")
     throughputs: str | None = Field(None, description="with job_type: the throughput table (Gavel's JSON), "
                                                       "relative to the scenario")
-    checkpoint_minutes: float = Field(0.0, ge=0, description="work between checkpoints, minutes; 0 = none")
+    checkpoint_minutes: CheckpointMinutes = Field(None, description="work between checkpoints, minutes; absent "
+                                                                    "or null = no checkpoints")
     checkpoint_write_s: float = Field(0.0, ge=0, description="time to write one checkpoint, s")
     restart_s: float = Field(0.0, ge=0, description="time to reload and resume after a restart, s")
     max_retries: int = Field(1000, ge=0, description="restarts before the job counts as failed")
@@ -230,7 +246,7 @@ class Trace(_Workload):
     arrival_scale: float = Field(1.0, gt=0, description="multiply arrival times only (< 1: the same jobs "
                                                         "arrive faster, a heavier load)")
     hold: bool = Field(False, description="jobs never end (the fill experiments of the ATC'23 openb paper)")
-    checkpoint_minutes: float = Field(0.0, ge=0)
+    checkpoint_minutes: CheckpointMinutes = Field(None, description="as for training; absent or null = none")
     checkpoint_write_s: float = Field(0.0, ge=0)
     restart_s: float = Field(0.0, ge=0)
     arrivals: Arrivals | None = Field(None, description="for traces without arrival times (philly runtimes)")
