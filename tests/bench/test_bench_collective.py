@@ -14,7 +14,7 @@ OPS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast")
 
 @pytest.mark.parametrize("op", OPS)
 def test_every_op_is_correct(op):
-    proc = run("bench", "collective", "--local", "3", "--op", op, "-b", "1K", "-e", "64K", "-f", "64",
+    proc = run("bench", "collective", "--local", "3", "--oversubscribe", "--op", op, "-b", "1K", "-e", "64K", "-f", "64",
                "--iters", "2", "--warmup", "1", "--json", check_rc=0)
     res = json.loads(proc.stdout)
     assert res["schema"] == "gpucluster-bench-collective/v1" and res["world_size"] == 3 and res["nodes"] == 1
@@ -27,7 +27,7 @@ def test_every_op_is_correct(op):
 
 def test_table_and_files(tmp_path):
     out, prom = tmp_path / "r.json", tmp_path / "m.prom"
-    proc = run("bench", "collective", "--local", "2", "-b", "8", "-e", "1M", "-f", "16", "--iters", "3",
+    proc = run("bench", "collective", "--local", "2", "--oversubscribe", "-b", "8", "-e", "1M", "-f", "16", "--iters", "3",
                "-o", str(out), "--metrics", str(prom), check_rc=0)
     lines = proc.stdout.splitlines()
     assert lines[0].startswith("# gpucluster bench collective: measured all_reduce_perf (gloo, local)")
@@ -54,14 +54,14 @@ def test_in_place_columns_are_measured_not_copied():
     """all_gather is measured both ways (in-place: the send buffer is this rank's slice of the
     receive buffer), all_reduce only in place, all_to_all only out of place: a half that was not
     measured prints `-`, never the other half's figures."""
-    res = json.loads(run("bench", "collective", "--local", "2", "--op", "all_gather", "-b", "64K", "-e", "64K",
+    res = json.loads(run("bench", "collective", "--local", "2", "--oversubscribe", "--op", "all_gather", "-b", "64K", "-e", "64K",
                          "--iters", "2", "--json", check_rc=0).stdout)
     [row] = res["rows"]
     assert row["placement"] == "out-of-place" and row["in_place"]["wrong"] == 0
     assert row["in_place"]["time_us"] != row["time_us"]       # two measurements, not one printed twice
     for op, oop_measured, ip_measured in (("all_gather", True, True), ("all_reduce", False, True),
                                           ("all_to_all", True, False)):
-        out = run("bench", "collective", "--local", "2", "--op", op, "-b", "64K", "-e", "64K", "--iters", "2",
+        out = run("bench", "collective", "--local", "2", "--oversubscribe", "--op", op, "-b", "64K", "-e", "64K", "--iters", "2",
                   check_rc=0).stdout
         [line] = [ln for ln in out.splitlines() if not ln.startswith("#")]
         oop, ip = _halves(line)
@@ -71,14 +71,14 @@ def test_in_place_columns_are_measured_not_copied():
 
 def test_wrong_result_exits_1(monkeypatch):
     monkeypatch.setenv("GPUCLUSTER_BENCH_CORRUPT_RANK", "1")
-    proc = run("bench", "collective", "--local", "2", "-b", "1K", "-e", "1K", "--iters", "1")
+    proc = run("bench", "collective", "--local", "2", "--oversubscribe", "-b", "1K", "-e", "1K", "--iters", "1")
     assert proc.returncode == 1
     assert "wrong values" in proc.stderr and "FAILED" in proc.stdout
 
 
 def test_bad_input():
     assert_one_line_error(run("bench", "collective", "--op", "gossip", "--local", "2"), "--op", "all_reduce")
-    assert_one_line_error(run("bench", "collective", "--backend", "nccl", "--local", "2"), "NCCL needs GPUs")
+    assert_one_line_error(run("bench", "collective", "--backend", "nccl", "--local", "2", "--oversubscribe"), "NCCL needs GPUs")
     assert_one_line_error(run("bench", "collective"), "--local N", "torchrun")
 
 

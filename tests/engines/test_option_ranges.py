@@ -126,3 +126,16 @@ def test_scenario_without_checkpoints_is_the_absent_or_null_field():
     assert Training.model_validate(base).checkpoint_minutes is None
     assert Training.model_validate(base | {"checkpoint_minutes": None}).checkpoint_minutes is None
     assert Training.model_validate(base | {"checkpoint_minutes": 30}).checkpoint_minutes == 30
+
+
+def test_bench_collective_local_is_bounded_by_the_cores(tmp_path):
+    """issue 23 item 3: `--local` allowed max(8, cores) ranks; more ranks than cores now needs an
+    explicit --oversubscribe, and that is bounded too."""
+    import os
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    code, out, err = run_in_process(["bench", "collective", "--local", str(cores + 1)], timeout_s=60, cwd=tmp_path)
+    assert code == 2 and not classify(code, out, err, refuse=True), err
+    assert "--local" in err and f"1..{cores} (this machine's cores)" in err and "--oversubscribe" in err, err
+    code, out, err = run_in_process(["bench", "collective", "--local", str(max(8, 4 * cores) + 1), "--oversubscribe"],
+                                    timeout_s=60, cwd=tmp_path)
+    assert code == 2 and "--local" in err, err

@@ -40,7 +40,11 @@ def collective(
     check: Annotated[bool, typer.Option(help="Check every result (#wrong)")] = True,
     baseline: Annotated[bool, typer.Option(help="gloo across nodes: also measure this host over loopback in the "
                                                 "same run (diagnose compares against it)")] = True,
-    local: Annotated[Optional[int], typer.Option(help="Start N ranks on this machine (else: torchrun/srun env)")] = None,
+    local: Annotated[Optional[int], typer.Option(help="Start N ranks on this machine (else: torchrun/srun env); at "
+                                                      "most its cores")] = None,
+    oversubscribe: Annotated[bool, typer.Option("--oversubscribe", help="With --local: allow more ranks than cores "
+                                                "(up to 4 per core, at least 8), e.g. odd rank counts on a laptop; "
+                                                "timings then measure time-sharing")] = False,
     timeout: Annotated[float, typer.Option(help="Give up after this many seconds")] = 600,
     json_out: Json = False, out: Out = None, metrics: Metrics = None,
 ) -> None:
@@ -63,8 +67,14 @@ def collective(
     count_option(warmup, "--warmup", 0, MAX_ITERS)
     seconds_option(timeout, "--timeout")
     if local is not None:   # one process per rank on this machine: past its cores only thrashes (--local 1e6
-        # forked until the machine stopped); 8 at least, so a 2-core machine still tests odd rank counts
-        count_option(local, "--local", 1, max(8, os.cpu_count() or 1))
+        # forked until the machine stopped) and the timings measure the scheduler, so more ranks than cores
+        # is an explicit --oversubscribe (still bounded), never a silent default
+        cores = _cores()
+        high = max(8, 4 * cores) if oversubscribe else cores
+        if not oversubscribe and cores < local <= max(8, 4 * cores):
+            raise UserError(f"must be 1..{cores} (this machine's cores), got {local}; --oversubscribe allows up to "
+                            f"{max(8, 4 * cores)}", field="--local")
+        count_option(local, "--local", 1, high)
     try:
         sizes = size_sweep(parse_bytes(min_size), parse_bytes(max_size), factor)
     except (ValueError, OverflowError) as exc:
@@ -110,6 +120,14 @@ def _baseline_footer(baseline: dict | None) -> list[str]:
         return [f"same-run loopback baseline failed: {baseline['error']}"]
     figs = ", ".join(f"{r['busbw_gbps']:.3g} at {r['size_bytes']}" for r in baseline["rows"])
     return [f"same-run baseline (busbw GB/s at B): {figs}; {baseline['what']}"]
+
+
+def _cores() -> int:
+    """Cores this process may run on (its CPU affinity: a container's or a Slurm step's), else the machine's."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
 
 
 def _run(cfg, local: int | None, timeout: float):
