@@ -72,7 +72,7 @@ def test_validate_json_is_one_object(shared_dir, tmp_path):
     proc = run("validate", str(shared_dir / "validation" / "collective-public.yaml"), str(future), "--json",
                check_rc=0)
     data = json.loads(proc.stdout)
-    assert set(data) == {"schema", "cases", "summary"} and data["schema"] == "gpucluster-validate/v1"
+    assert set(data) == {"schema", "cases", "summary", "coverage"} and data["schema"] == "gpucluster-validate/v1"
     coll = [c for c in data["cases"] if c["kind"] == "collective"]
     assert all(set(c) >= {"id", "kind", "metric", "measured", "predicted", "error"} for c in coll)
     assert data["summary"]["collective"]["median_abs_error"] <= 0.10

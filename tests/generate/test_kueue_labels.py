@@ -57,7 +57,7 @@ def test_unknown_gpu_needs_an_override(monkeypatch):
 
 @pytest.mark.parametrize("label,needle", [
     ("novalue", "KEY=VALUE"), ("bad key=x", "label key"), ("nvidia.com/gpu.product=a b", "label value"),
-    ("x=" + "a" * 64, "label value"), ("nope:a=b", "no pool named"), ("k=v\nw", "control characters"),
+    ("x=" + "a" * 64, "label value"), ("nope:a=b", "no pool named"), ("k=v\nw", "control or invisible"),
     (":a=b", "empty pool"),
 ])
 def test_bad_node_labels(tmp_path, label, needle):

@@ -2,7 +2,9 @@
 gradient_accumulation_steps x data-parallel size (DeepSpeed refuses to start otherwise; with
 two of the three given it derives the third, which must be a whole number).
 
-Data-parallel size = world size / (tensor x pipeline parallel): the world from the other job
+Data-parallel size = world size / (tensor x pipeline parallel x the config's
+`sequence_parallel_size`, DeepSpeed-Ulysses: deepspeed/runtime/config.py divides the world by it
+before checking the batch): the world from the other job
 files (sbatch nodes x GPUs, torchrun nnodes x nproc_per_node, Kubernetes pods x GPUs), else the
 job's GPUs on the cluster; tensor/pipeline sizes from launch options, else 1 (ZeRO is data-parallel).
 """
@@ -61,9 +63,11 @@ class DeepSpeedBatch(Rule):
                 continue
             world, basis = world_size(ctx)
             tp, pp = model_parallel(ctx)
-            dp = world // (tp * pp)
+            sp = cfg.get("sequence_parallel_size", 1)
+            sp = sp if isinstance(sp, int) and not isinstance(sp, bool) and sp >= 1 else 1
+            dp = world // (tp * pp * sp)
             tbs, mb, gas = (given.get(k) for k in KEYS)
-            ev = {"world_size": world, "world_basis": basis, "tp": tp, "pp": pp, "dp": dp} | given
+            ev = {"world_size": world, "world_basis": basis, "tp": tp, "pp": pp, "sp": sp, "dp": dp} | given
             line = job.deepspeed_lines.get("train_batch_size") or job.deepspeed_lines.get(next(iter(given)))
             if dp < 1:
                 yield Finding(self.id, "error", f"tensor x pipeline parallel {tp} x {pp} exceeds the world size {world}",
