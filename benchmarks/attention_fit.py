@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import statistics
 import sys
+from typing import Any
 
 from gpucluster.catalog import catalog
 from gpucluster.model.training import attention
@@ -39,7 +40,7 @@ def _without(gpu: str, measured_as: str):
 
 
 def main(argv: list[str]) -> int:
-    out = []
+    out: list[dict[str, Any]] = []
     for name in catalog.gpus.names():
         for k in attention.KERNELS.values():
             rows = _rows(name, k.measured_as) if k.measured_as else []

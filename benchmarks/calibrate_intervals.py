@@ -141,7 +141,7 @@ def cross_validated_coverage(residuals: list[Residual], order: tuple[str, ...]) 
         bands = build_bands([r for r in residuals if r.source != src], order)
         for r in residuals:
             if r.source == src:
-                lo, hi, _, found = factors(bands, r.features, order, WIDEN, (FALLBACK["lo"], FALLBACK["hi"]))
+                lo, hi, _, found = factors(bands, r.features, order, WIDEN, (float(str(FALLBACK["lo"])), float(str(FALLBACK["hi"]))))
                 rows.append((src, r.ratio, lo, hi))
                 if found.dropped_unvalidated or found.band is None:
                     unvalidated.append(("pooled over an unvalidated feature", r.ratio, lo, hi))

@@ -234,7 +234,9 @@ def main(argv: list[str]) -> int:
     alls: dict[str, list[np.ndarray]] = {"cat": [], "in": [], "out": []}
     for t in tables:
         e0, e1, e2 = errors(cat, t), errors(x, t), loto[t.id]
-        alls["cat"].append(e0), alls["in"].append(e1), alls["out"].append(e2)
+        alls["cat"].append(e0)
+        alls["in"].append(e1)
+        alls["out"].append(e2)
         print(f"{t.id:30} {len(t.sizes):3} {100 * np.median(e0):11.1f} /{100 * e0.max():6.1f} "
               f"{100 * np.median(e1):11.1f} /{100 * e1.max():6.1f} {100 * np.median(e2):10.1f} /{100 * e2.max():6.1f}")
     for k, label in (("cat", "links.yaml (in-sample)"), ("in", "refit (in-sample)"), ("out", "leave-one-table-out")):

@@ -83,7 +83,7 @@ def rows(files: list[Path]) -> list[dict]:
             inv = metric in RATES
             t = (lambda v: 1.0 / v) if inv else (lambda v: v)
             b = t(base[(c.id, metric)])
-            out.append({"id": c.id, "source": source_key(c.source), "metric": metric, "inv": inv,
+            out.append({"id": c.id, "source": source_key(c.source or ""), "metric": metric, "inv": inv,
                         "measured": measured, "base": b, "ap": (t(p1[(c.id, metric)]) - b) / STEP_P,
                         "ad": (t(d1[(c.id, metric)]) - b) / STEP_D})
     return out

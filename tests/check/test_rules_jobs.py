@@ -303,7 +303,8 @@ def test_impossible_nodes_are_not_the_job_count(tmp_path, nodes):
     (tmp_path / "c.yaml").write_text(yaml.safe_dump(BASE))
     (tmp_path / "j.sbatch").write_text(_nodes_job(nodes)["j.sbatch"])
     ctx = build_context(str(tmp_path / "c.yaml"), [str(tmp_path / "j.sbatch")], SMALL_MODEL)
-    assert ctx.job_nodes == 4 and f"--nodes={nodes[:40]} is invalid" in ctx.job_nodes_note
+    note = ctx.job_nodes_note
+    assert ctx.job_nodes == 4 and note is not None and f"--nodes={nodes[:40]} is invalid" in note
     [f] = findings(tmp_path, "sbatch-exclusive", jobs=_nodes_job(nodes))
     assert f.severity == "error" and f"--nodes={nodes[:40]}" in f.title
 

@@ -61,6 +61,7 @@ def test_busbw_ramps_monotonically_to_the_plateau(gpus, per_node):
     # The plateau: the last doubling adds under 5%, and nothing beats the link's asymptote.
     assert bus[-1] / bus[-2] < 1.05
     up = catalog.links.get("NVLink4")
+    assert up.in_switch is not None
     assert bus[-1] <= 450 * max(up.ring.efficiency.value, up.in_switch.efficiency.value) * 2 + 1e-9
 
 

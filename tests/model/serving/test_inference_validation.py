@@ -37,11 +37,12 @@ def test_cases_take_the_engine_they_state_and_refuse_unknown_ones(tmp_path):
         run_file(p)
     p.write_text(p.read_text().replace("engine: fastllm", "engine: vllm"))
     rows = {r.id: r for r in run_file(p)}
+    got = {k: r.predicted for k, r in rows.items() if r.predicted is not None}
     # without CUDA graphs (LMDeploy) the decode steps pay the kernel launches
-    assert rows["lmdeploy"].predicted < rows["vllm"].predicted
-    assert rows["none"].predicted and rows["none"].predicted != rows["vllm"].predicted
+    assert got["lmdeploy"] < got["vllm"]
+    assert got["none"] and got["none"] != got["vllm"]
     # vLLM before 0.8 (V0): more host time per step, fewer tokens per second
-    assert rows["v0"].predicted < rows["vllm"].predicted
+    assert got["v0"] < got["vllm"]
     assert rows["badv"].predicted is None and "engine_version" in (rows["badv"].reason or "")
 
 
@@ -67,10 +68,11 @@ def test_steady_state_concurrency_and_rate_cases(tmp_path):
         run_file(p)
     p.write_text(p.read_text().replace("batch: 8, concurrency: 8", "concurrency: 8"))
     rows = {r.id: r for r in run_file(p)}
-    assert rows["c64"].predicted > 2 * rows["c8"].predicted
-    assert rows["c64t"].predicted > rows["c8t"].predicted > 0
+    got = {k: r.predicted for k, r in rows.items() if r.predicted is not None}
+    assert got["c64"] > 2 * got["c8"]
+    assert got["c64t"] > got["c8t"] > 0
     # 40 requests/s over 8 single-GPU replicas: 256 tokens each, all served
-    assert rows["r"].predicted == __import__("pytest").approx(40 * 256, rel=0.01)
+    assert got["r"] == __import__("pytest").approx(40 * 256, rel=0.01)
 
 
 def test_unseen_cases_predict_or_explain(tmp_path):

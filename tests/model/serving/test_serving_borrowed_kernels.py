@@ -59,7 +59,7 @@ def test_decode_attention_borrows_the_measured_fixed_cost(amd, llama70b):
 def test_measured_chip_keeps_its_own_tables(h100, llama70b):
     kn = Replica(llama70b, h100, 8, 1, Quant("fp8", "fp8"), "vllm").kernels
     fit = kernel_fit("H100-SXM5-80GB", "vllm", "gemm_fp8")
-    assert (kn.gemm.t0_s, kn.gemm.hbm_gbps) == (fit.t0_s, fit.gbps)
+    assert fit is not None and (kn.gemm.t0_s, kn.gemm.hbm_gbps) == (fit.t0_s, fit.gbps)
 
 
 def test_small_batch_decode_step_is_no_faster_than_its_weight_reads_at_the_borrowed_rate(amd, llama70b):

@@ -67,6 +67,7 @@ def test_small_all_reduces_are_latency_bound(h100, llama70b):
     """At batch 1 a layer's two all-reduces carry 16 KiB each: their time is the measured latency,
     not bytes over bandwidth (which would be well under a microsecond)."""
     rep = Replica(llama70b, h100, 8, 1, Quant("fp8", "fp8"))
+    assert rep.kernels.allreduce is not None
     alpha = rep.kernels.allreduce[0]
     per = decode_step_time(rep, 1, 256).terms["tp_comm"] / (2 * llama70b.layers)
     assert alpha <= per < 2 * alpha

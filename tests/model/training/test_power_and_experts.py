@@ -78,7 +78,7 @@ def test_imbalance_slows_the_busiest_rank_and_has_a_documented_default():
     skewed = grouped_gemm.expert_gemm_s(curve, 2048, 1536, 2048, 16, imbalance=1.5)[0]
     assert skewed > 1.3 * even
     assert moe.expert_imbalance(Layout(moe_imbalance=1.25)) == 1.25
-    unset = Layout().with_(moe_imbalance=None)  # type: ignore[arg-type]
+    unset = Layout().with_(moe_imbalance=None)
     assert moe.expert_imbalance(unset) == moe.DEFAULT_MOE_IMBALANCE > 1.0
     assert "estimate" in moe.DEFAULT_MOE_IMBALANCE_SOURCE
 
