@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from gpucluster.model.training import compute, kernels, step
+from gpucluster.model.uncertainty import weighted_quantile
 from gpucluster.specs.validation_case import Case
 from gpucluster.validate.conventions import compared_metric
 from gpucluster.validate.predictors import Unsupported, fabric_for, section
@@ -62,7 +63,7 @@ def calibrated(sustained: dict[tuple[str, str], float] | None, host_s: float) ->
     def fitted(gpu: str, precision: str) -> tuple[float, str]:
         if sustained is None:
             return 1.0, "fit"
-        key = (compute.catalog.gpus.get(gpu).name, precision)
+        key = (compute.catalog.gpus.get(gpu).name, rate_key(precision))
         return sustained.get(key, compute.DEFAULT_SUSTAINED), "fit"
 
     compute.sustained = fitted  # type: ignore[assignment]
@@ -92,9 +93,15 @@ def speed_ratio(case: Case) -> tuple[float, float] | None:
     return (measured / predicted) ** SPEED[metric], pred["_compute_share"]
 
 
+def rate_key(precision: str) -> str:
+    """fp16 and bf16 run at one tensor-core rate, so they share one fitted fraction, as
+    compute.sustained reads it (the catalog's entry under either name serves both)."""
+    return min(precision, compute._SAME_RATE.get(precision, precision))
+
+
 def _key(case: Case) -> tuple[str, str]:
     hw = section(Hardware, case.hardware, "hardware")
-    return fabric_for(hw).gpu_name, Training.model_validate(getattr(case, "training", None)).precision
+    return fabric_for(hw).gpu_name, rate_key(Training.model_validate(getattr(case, "training", None)).precision)
 
 
 def fit(cases: list[Case]) -> tuple[dict[tuple[str, str], float], float]:
@@ -105,12 +112,12 @@ def fit(cases: list[Case]) -> tuple[dict[tuple[str, str], float], float]:
     fitted: list[tuple[dict, float, dict[str, float]]] = []
     for host_us in HOST_GRID_US:
         with calibrated(None, host_us * 1e-6):
-            ratios: dict[tuple[str, str], list[float]] = defaultdict(list)
+            ratios: dict[tuple[str, str], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
             for c in cases:
                 r = speed_ratio(c)
                 if r is not None and r[1] >= COMPUTE_BOUND:
-                    ratios[_key(c)].append(r[0])
-        sustained = {k: min(1.0, statistics.median(v)) for k, v in ratios.items()}
+                    ratios[_key(c)][source_key(c)].append(r[0])
+        sustained = {k: min(1.0, source_weighted_median(v)) for k, v in ratios.items()}
         fitted.append((sustained, host_us * 1e-6, errors(cases, sustained, host_us * 1e-6)))
     ids = set.intersection(*(set(e) for _, _, e in fitted)) if fitted else set()
     sensitive = {i for i in ids
@@ -121,6 +128,15 @@ def fit(cases: list[Case]) -> tuple[dict[tuple[str, str], float], float]:
     ties = [s for s in scored if s[0] <= top + FLAT]
     best = min(ties, key=lambda s: abs(s[2] * 1e6 - HOST_PRIOR_US))
     return best[1], best[2]
+
+
+def source_weighted_median(by_source: dict[str, list[float]]) -> float:
+    """The median of the ratios with every source weighing the same, whatever its number of
+    runs (one artifact's 400 single-node runs must not outvote five papers' runs at scale),
+    interpolated as the intervals' quantiles are (model/uncertainty.weighted_quantile)."""
+    values = [r for rs in by_source.values() for r in rs]
+    weights = [1.0 / len(rs) for rs in by_source.values() for _ in rs]
+    return weighted_quantile(values, weights, 0.5)
 
 
 def errors(cases: list[Case], sustained: dict[tuple[str, str], float], host_s: float) -> dict[str, float]:
