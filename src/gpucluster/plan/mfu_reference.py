@@ -85,7 +85,7 @@ def _own(gpu: Gpu, precision: str) -> tuple[str, float, str] | None:
     key = precision if precision in table else _HALF.get(precision)
     if key not in table:
         return None
-    entry = table[key]  # type: ignore[index]
+    entry = table[key]
     return key, entry.value, gpu.sources[entry.source].title
 
 
