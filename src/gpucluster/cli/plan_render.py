@@ -44,8 +44,11 @@ def render_plan(plan: TrainingPlan, meta: dict[str, Any], top: int) -> None:
     if conf.above_best_published:
         console.print(f"  [bold yellow]above the best published run[/bold yellow]: {safe(conf.above_best_published)}")
     elif conf.best_published:
-        console.print(f"  [dim]best published {best.layout.precision} MFU on this GPU: {safe(conf.best_published)}[/dim]")
+        on = "its nearest validated sibling" if conf.reference and conf.reference.borrowed else "this GPU"
+        console.print(f"  [dim]best published {best.layout.precision} MFU on {on}: {safe(conf.best_published)}[/dim]")
     for a in conf.assumptions:
+        if a == conf.above_best_published:   # printed above, in bold
+            continue
         console.print(f"  [yellow]assumption[/yellow]: {safe(a)}")
 
     t = Table(title="Step time breakdown", title_justify="left")

@@ -54,6 +54,8 @@ def sweep(
             if t["ok"]:
                 shown = ", ".join(f"{k}={_fmt(v)}" for k, v in t["result"].items()) if len(t["result"]) <= 6 else "ok"
                 console.print(f"  [green]ok[/]     {escape(params)}: {escape(shown)}")
+                for flag in t.get("flags", []):
+                    console.print(f"         [bold yellow]flag[/]: {escape(flag)}")
             else:
                 console.print(f"  [red]FAILED[/] {escape(params)}: {escape(t['error'])}")
     if html:

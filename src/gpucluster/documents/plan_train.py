@@ -118,6 +118,17 @@ class Search(Strict):
     rejected: dict[str, int] = Field(description="reason -> layouts rejected for it")
 
 
+class MfuReference(Strict):
+    """What the MFU is checked against (plan/mfu_reference.py)."""
+    value: Num = Field(description="the best published MFU, a fraction of the chip's peak")
+    gpu: str = Field(description="the chip of that run: the plan's own, or its nearest validated sibling "
+                                 "(same vendor and architecture) when the plan's chip has no published run")
+    precision: str = Field(description="the precision of that run (bf16 stands for fp16 and back)")
+    borrowed: bool = Field(description="true when `gpu` is a sibling, not the plan's chip")
+    source: str = Field(description="the catalog source of the figure")
+    margin: Num = Field(description="added to `value` before a plan is flagged (0: see docs/training.md)")
+
+
 class PlanTrainDocument(Document):
     schema_: Literal["gpucluster-plan-train/v1"] = Field(SCHEMA, alias="schema")
     model: str | None
@@ -142,6 +153,9 @@ class PlanTrainDocument(Document):
     assumptions: list[str]
     above_best_published: str | None
     best_published: str | None
+    mfu_reference: MfuReference | None = Field(
+        None, description="the best published run the MFU is compared with (null: none on the chip or a sibling); "
+                          "above it, `above_best_published` is set and repeated in `assumptions`")
     total_model_flops: Num
     six_nd_flops: Num
     advice: Advice

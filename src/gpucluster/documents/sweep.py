@@ -19,6 +19,9 @@ class Task(Strict):
     result: dict[str, Any] | None = Field(None, description="the kept fields (dotted name -> value), or the "
                                                               "whole document")
     error: str | None = Field(None, description="why the task failed (one line)")
+    flags: list[str] = Field(default_factory=list, description="warnings of the whole result, whatever `keep` "
+                                                               "kept: for plan train, an MFU above the best "
+                                                               "published run (its above_best_published)")
 
 
 class SweepDocument(Document):

@@ -34,6 +34,13 @@ class Runner:
     positional: tuple[str, ...] = ()
     rename: dict[str, str] = field(default_factory=dict)
     display_only: tuple[str, ...] = ()
+    # The document -> the warnings its row carries whatever `keep` says (a plan's MFU above the best
+    # published run, plan/mfu_reference.py): a kept MFU must never read as a plausible one.
+    flags: Callable[[dict[str, Any]], list[str]] | None = None
+
+
+def _plan_train_flags(doc: dict[str, Any]) -> list[str]:
+    return [doc["above_best_published"]] if doc.get("above_best_published") else []
 
 
 def _plan_train_doc(plan: Any) -> dict[str, Any]:
@@ -53,7 +60,7 @@ def _simulation_doc(run: Any) -> dict[str, Any]:
 _SIMULATE = Runner("gpucluster.sim.request:simulate", _simulation_doc, positional=("scenario",))
 # The commands a sweep may run (the allow-list), by their words on the command line.
 COMMANDS: dict[tuple[str, ...], Runner] = {
-    ("plan", "train"): Runner("gpucluster.plan.train_request:plan_train", _plan_train_doc),
+    ("plan", "train"): Runner("gpucluster.plan.train_request:plan_train", _plan_train_doc, flags=_plan_train_flags),
     ("plan", "serve"): Runner("gpucluster.plan.serve_request:plan_serve", _document,
                               rename={"input": "input_tokens", "output": "output_tokens"}, display_only=("top",)),
     ("simulate",): _SIMULATE,
@@ -149,6 +156,12 @@ def _convert(value: Any, annotation: str, option: str) -> Any:
     return value
 
 
+def flags_of(command: list[str] | tuple[str, ...], doc: dict[str, Any]) -> list[str]:
+    """The warnings a task's whole document raises (Runner.flags), before `keep` picks fields."""
+    runner = COMMANDS.get(tuple(command))
+    return runner.flags(doc) if runner and runner.flags else []
+
+
 def _call(command: tuple[str, ...], args: list[str], params: dict[str, Any]) -> dict[str, Any]:
     """Run one point through the API and return its --json document."""
     from importlib import import_module
@@ -208,7 +221,8 @@ def run_point(command: list[str] | tuple[str, ...], args: list[str], params: dic
         if timed:
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, old)
-    return {"ok": True, "result": {k: _pick(doc, k) for k in keep} if keep else doc}
+    return {"ok": True, "result": {k: _pick(doc, k) for k in keep} if keep else doc,
+            "flags": flags_of(command, doc)}
 
 
 Progress = Callable[[int, int], None]
@@ -297,7 +311,8 @@ def sweep(path: str, *, ray_address: str | None = None, workers: int | None = No
         outs = run_ray(spec, args, params, ray_address, progress)
     else:
         outs = run_local(spec, args, params, workers or os.cpu_count() or 1, progress)
-    tasks = [{"params": p, **{k: v for k, v in o.items() if k != "node"}} for p, o in zip(params, outs, strict=True)]
+    tasks = [{"params": p, **{k: v for k, v in o.items() if k not in ("node", "flags")}, "flags": o.get("flags", [])}
+             for p, o in zip(params, outs, strict=True)]
     nodes = sorted({o["node"] for o in outs if o.get("node")})
     return {"schema": SCHEMA, "name": spec.name, "engine": f"ray {ray_address}" if ray_address else "local",
             "tasks": tasks, "ok": sum(t["ok"] for t in tasks), "failed": sum(not t["ok"] for t in tasks),

@@ -4,8 +4,8 @@ Every figure a plan prints comes from the same model; what differs is how much o
 checked on this chip, precision and stack. The plan lists each assumption in the
 terminal, the JSON (`assumptions`, `confidence`) and the HTML, and says when its MFU is
 above the best published run on that chip and precision (catalog
-`efficiency.best_published_mfu`), because a practitioner who sees an MFU nobody has
-achieved should know the tool knows it too.
+`efficiency.best_published_mfu`, or its nearest validated sibling's: plan/mfu_reference.py),
+because a practitioner who sees an MFU nobody has achieved should know the tool knows it too.
 
 Beside the assumptions, every figure carries a calibrated interval (step_interval,
 serving_intervals): the cross-validated errors of the regime the plan falls in
@@ -23,11 +23,10 @@ from gpucluster.model.training import attention
 from gpucluster.model.training.compute import gemm_curve, sustained
 from gpucluster.model.training.power import clock_fraction
 from gpucluster.model.training.layout import Layout
+from gpucluster.plan.mfu_reference import MfuReference, mfu_reference
 
 if TYPE_CHECKING:
     from gpucluster.model.uncertainty import Interval
-
-_HALF = {"fp16": "bf16", "bf16": "fp16"}
 
 
 @dataclass(frozen=True)
@@ -35,6 +34,7 @@ class Confidence:
     assumptions: list[str]
     above_best_published: str | None
     best_published: str | None
+    reference: MfuReference | None = None
 
     @property
     def level(self) -> str:
@@ -44,7 +44,8 @@ class Confidence:
 
     def to_json(self) -> dict:
         return {"confidence": self.level, "assumptions": self.assumptions,
-                "above_best_published": self.above_best_published, "best_published": self.best_published}
+                "above_best_published": self.above_best_published, "best_published": self.best_published,
+                "mfu_reference": None if self.reference is None else self.reference.to_json()}
 
 
 def confidence(gpu_name: str, lay: Layout, mfu: float) -> Confidence:
@@ -67,18 +68,23 @@ def confidence(gpu_name: str, lay: Layout, mfu: float) -> Confidence:
         out.append(f"HBM bandwidth: no STREAM-like measurement on {gpu.name}: the lowest fraction among measured chips (conservative)")
     if gpu.sm_count is None:
         out.append(f"no SM count for {gpu.name}: GEMM wave quantization ignored")
-    table = gpu.efficiency.best_published_mfu
-    key = lay.precision if lay.precision in table else _HALF.get(lay.precision)
+    ref = mfu_reference(gpu.name, lay.precision)
     best = above = None
-    if key in table:
-        entry = table[key]
-        best = f"{100 * entry.value:.1f}% ({gpu.sources[entry.source].title})"
-        if mfu > entry.value:
-            above = (f"MFU {100 * mfu:.1f}% is above the best published {gpu.name} {lay.precision} run: "
-                     f"{best}")
+    if ref is None:
+        out.append(f"no published {lay.precision} training run on {gpu.name} or a sibling of the same architecture "
+                   "to compare the MFU with")
     else:
-        out.append(f"no published {lay.precision} training run on {gpu.name} to compare the MFU with")
-    return Confidence(out, above, best)
+        best = ref.describe()
+        above = ref.flag(mfu)
+        # A flag is also an assumption (the figure rests on the chip sustaining more than any published
+        # run), and it names the sibling when the reference is borrowed.
+        if above:
+            out.append(above)
+        elif ref.borrowed:
+            out.append(f"MFU plausibility: no published {lay.precision} training run on {gpu.name}; compared with "
+                       f"its nearest validated sibling's best, {ref.from_gpu} {ref.from_precision} "
+                       f"{100 * ref.value:.1f}% ({ref.source})")
+    return Confidence(out, above, best, ref)
 
 
 def step_interval(plan: Any, est: Any = None) -> Interval:

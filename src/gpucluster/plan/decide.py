@@ -106,7 +106,7 @@ def gpu_rung(model: TransformerSpec, tokens: int, gpu: str, per_node: int, nodes
     except UserError as exc:
         return Rung(label, "gpu", n_gpus, nodes, False, exc.reason, mtbf_s=mtbf)
     conf = plan.confidence
-    notes = conf.assumptions + ([conf.above_best_published] if conf.above_best_published else [])
+    notes = list(conf.assumptions)   # the above-best-published flag is one of them (plan/confidence.py)
     return Rung(label, "gpu", n_gpus, nodes, True, time_s=plan.time_to_train_s, mtbf_s=mtbf,
                 gpu_hours=plan.gpu_hours, layout=plan.best.layout.short(), confidence=conf.level,
                 assumptions=notes)

@@ -352,11 +352,16 @@ def sweep_report(result: SweepDocument) -> Report:
                      for t in ok)]
     figures = [sweep_field(f, [name(t) for t in ok], [float((t.result or {})[f]) for t in ok]) for f in fields[:6]]
     keys = list(tasks[0].params) if tasks else []
+    flagged = [t for t in tasks if t.flags]
     rows = [[*(_short(t.params.get(k)) for k in keys), "ok" if t.ok else "FAILED",
-             *((t.result or {}).get(f) if t.ok else "" for f in fields), "" if t.ok else t.error] for t in tasks]
-    table = Table("Tasks", [*keys, "status", *fields, "error"], rows)
+             *((t.result or {}).get(f) if t.ok else "" for f in fields), "" if t.ok else t.error,
+             *(["; ".join(t.flags)] if flagged else [])] for t in tasks]
+    table = Table("Tasks", [*keys, "status", *fields, "error", *(["flags"] if flagged else [])], rows)
     concl = [f"{result.ok} of {len(tasks)} tasks ran" + (f"; {result.failed} failed (see the table)"
                                                          if result.failed else "")]
+    if flagged:
+        concl.insert(0, f"{len(flagged)} of {len(tasks)} tasks are flagged (see the flags column), "
+                        f"e.g. {flagged[0].flags[0]}")
     return Report(title=f"Sweep: {result.name}", subtitle=f"on {result.engine}",
                   facts=[("tasks", str(len(tasks))), ("ok", str(result.ok)), ("failed", str(result.failed))],
                   conclusions=concl, figures=figures, tables=[table])

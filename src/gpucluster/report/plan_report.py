@@ -120,7 +120,7 @@ def train_report(plan: Any, meta: dict[str, Any], *, fixed: dict[str, Any] | Non
         notes.append(f"rental price: {rent[1]}")
     conf = plan.confidence
     notes.append(f"{pct} interval: regime {iv.regime}; from {iv.basis} (catalog/data/intervals.yaml)")
-    notes += [f"assumption: {a}" for a in conf.assumptions]
+    notes += [f"assumption: {a}" for a in conf.assumptions if a != conf.above_best_published]
     warnings = [f"Above the best published run: {conf.above_best_published}."] if conf.above_best_published else []
     return Report(title=f"Training plan: {name} on {tgt.description}",
                   subtitle=f"{_si(plan.tokens)} tokens, global batch {plan.global_batch} x {plan.seq_len} tokens, "
