@@ -24,5 +24,5 @@ The values below are in-sample fits on all public serving cases (labelled as suc
 FITTED_ON = ("inference-public.yaml", "inference-serving-public.yaml")
 
 PREFILL_FIXED_S = 2.0e-3   # fitted (in-sample), see docs/serving.md
-STEP_HOST_S = 5.5e-4      # fitted (in-sample), see docs/serving.md
+STEP_HOST_S = 2.5e-4      # fitted (in-sample), see docs/serving.md
 DECODE_LAYER_S = 9e-6    # estimate (see above), not fitted
