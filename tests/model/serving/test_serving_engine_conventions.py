@@ -78,3 +78,19 @@ def test_a_bad_version_override_is_one_line(monkeypatch):
     finally:
         monkeypatch.undo()
         cs._engines.cache_clear()
+
+
+def test_discrete_event_run_follows_the_first_token_convention(a100, llama8b):
+    """The batcher run emits a decode_step engine's first token one iteration after its prefill,
+    and the analytic TTFT p50 holds to the run (the same half-load check as the default)."""
+    from gpucluster.model.serving.batcher_sim import simulate
+    from gpucluster.model.serving.queueing import Lengths, StepModel, Traffic, analyze
+    traffic = Traffic(5.0, Lengths(512.0), Lengths(128.0))
+    runs = {}
+    for eng in ("lmdeploy", "lmdeploy@0.1.0"):
+        step = StepModel(Replica(llama8b, a100, 1, 1, Quant(), eng))
+        runs[eng] = analyze(step, traffic, 256), simulate(step, traffic, 256, requests=1500)
+    (_, s_new), (m_old, s_old) = runs["lmdeploy"], runs["lmdeploy@0.1.0"]
+    assert s_old.ttft_p50 - s_new.ttft_p50 == pytest.approx(m_old.iteration_s, rel=0.3)
+    assert s_old.ttft_p50 == pytest.approx(m_old.ttft_p50, rel=0.05)
+    assert s_old.tpot_p50 == pytest.approx(s_new.tpot_p50, rel=0.02)
