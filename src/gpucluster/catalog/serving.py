@@ -14,6 +14,10 @@ from gpucluster.errors import UserError
 
 DATA_DIR = Path(__file__).parent / "data"
 EXPERT_PRECISIONS = ("as_weights", "bf16")
+FIRST_TOKEN = ("prefill", "decode_step")
+# What a version override (engines.yaml `versions:`) may change: the engine's defaults.
+_OVERRIDES = {"host_step_us", "launch_us", "cuda_graphs", "custom_allreduce", "chunked_prefill",
+              "overlap_scheduling", "first_token", "before", "note"}
 
 
 @dataclass(frozen=True)
@@ -31,6 +35,15 @@ class Engine:
     launch_s: float
     source: str
     version: str | None = None      # the version asked for, when one was (name@version)
+    # Where the first output token comes from: the prefill's last position (vLLM, TensorRT-LLM,
+    # SGLang), or the first decode step after a context phase that only fills the KV cache
+    # (TurboMind before 0.2, after FasterTransformer): a time to first token of prefill + one step.
+    first_token: str = "prefill"
+
+    @property
+    def first_token_step(self) -> bool:
+        """True where the first output token costs the prefill and one decode step."""
+        return self.first_token == "decode_step"
 
 
 @dataclass(frozen=True)
@@ -86,10 +99,19 @@ def _engines() -> tuple[str, dict[str, Engine]]:
         if e["expert_precision"] not in EXPERT_PRECISIONS:
             raise UserError(f"expert_precision must be one of {', '.join(EXPERT_PRECISIONS)}",
                             file="engines.yaml", field=f"engines.{name}.expert_precision")
+        for i, o in enumerate(e.get("versions") or []):
+            bad = sorted(set(o) - _OVERRIDES)
+            if bad or "before" not in o or o.get("first_token", "prefill") not in FIRST_TOKEN:
+                raise UserError(f"a version override holds before: VERSION and any of {', '.join(sorted(_OVERRIDES))}"
+                                f" (first_token: {' | '.join(FIRST_TOKEN)})" + (f"; got {', '.join(bad)}" if bad else ""),
+                                file="engines.yaml", field=f"engines.{name}.versions[{i}]")
+        if e.get("first_token", "prefill") not in FIRST_TOKEN:
+            raise UserError(f"first_token must be one of {', '.join(FIRST_TOKEN)}",
+                            file="engines.yaml", field=f"engines.{name}.first_token")
         out[name] = Engine(name, e["title"], e.get("kernel_data"), e["attention_kernel"], bool(e["cuda_graphs"]),
                            bool(e["custom_allreduce"]), bool(e["chunked_prefill"]), bool(e["overlap_scheduling"]),
                            e["expert_precision"], float(e["host_step_us"]) * 1e-6, float(e["launch_us"]) * 1e-6,
-                           e["source"])
+                           e["source"], first_token=e.get("first_token", "prefill"))
     return data["default"], out
 
 
@@ -119,12 +141,18 @@ def get_engine(name: str | None, field: str = "engine") -> Engine:
     v = _version(version)
     if not v:
         raise UserError(f"engine version must start with a number (e.g. {key}@0.6.6), got {version!r}", field=field)
-    for o in _versions()[key]:
+    # Overrides are listed oldest boundary first; every one whose boundary lies above the version
+    # applies, the oldest last (so `before: 0.2` wins over `before: 0.8` for 0.1.0).
+    for o in sorted(_versions()[key], key=lambda o: _version(str(o["before"])), reverse=True):
         if v < _version(str(o["before"])):
             eng = replace(eng, host_step_s=float(o.get("host_step_us", eng.host_step_s * 1e6)) * 1e-6,
                           launch_s=float(o.get("launch_us", eng.launch_s * 1e6)) * 1e-6,
+                          cuda_graphs=bool(o.get("cuda_graphs", eng.cuda_graphs)),
+                          custom_allreduce=bool(o.get("custom_allreduce", eng.custom_allreduce)),
+                          chunked_prefill=bool(o.get("chunked_prefill", eng.chunked_prefill)),
+                          overlap_scheduling=bool(o.get("overlap_scheduling", eng.overlap_scheduling)),
+                          first_token=str(o.get("first_token", eng.first_token)),
                           source=f"{eng.source}; before {o['before']}: {o.get('note', '')}")
-            break
     return replace(eng, version=version)
 
 

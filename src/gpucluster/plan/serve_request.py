@@ -176,7 +176,9 @@ def plan_serve(model: str | Any, rate: str | float, *, gpu: str | None = None, c
     if lengths not in LENGTHS:
         raise UserError(f"must be fixed, uniform or exponential, got {lengths!r}", field="--lengths")
     kv = _kv_precision(precision, kv_precision)
-    named = get_engine(engine, field="--engine").name if engine is not None else None  # None: the default
+    # None: the default. The version stays with the name (vllm@0.6.6): it selects the registry's overrides.
+    named = f"{get_engine(engine, field='--engine').name}{'@' + v if (v := engine.partition('@')[2].strip()) else ''}" \
+        if engine is not None else None
     ttft, tpot = _seconds(slo_ttft, "--slo-ttft"), _seconds(slo_tpot, "--slo-tpot")
     spec = model if isinstance(model, TransformerSpec) else load_model_spec(model)
 

@@ -100,11 +100,16 @@ def replica_for(case: Case, calibrated: bool = True) -> tuple[Replica, Serving, 
 
 
 def predict_batch(rep: Replica, batch: int, input_tokens: int, output_tokens: int) -> dict[str, float]:
+    """One static batch. Where the engine's first token comes from a decode step after a context
+    phase that only fills the KV cache (engines.yaml `first_token: decode_step`), the first token
+    costs the prefill and one step, and every output token a step."""
     prefill = prefill_time(rep, batch, input_tokens).total
-    steps = output_tokens - 1
+    first_step = rep.kernels.engine.first_token_step
+    steps = output_tokens - (0 if first_step else 1)
     step = decode_step_time(rep, batch, input_tokens + 1 + max(0, steps - 1) / 2).total if steps else 0.0
+    first = prefill + (decode_step_time(rep, batch, input_tokens).total if first_step else 0.0)
     latency = prefill + steps * step
-    return {"latency_s": latency, "ttft_s": prefill, "tpot_s": step}
+    return {"latency_s": latency, "ttft_s": first, "tpot_s": step}
 
 
 def predict_steady(rep: Replica, sv: Serving, replicas: int) -> dict[str, float]:

@@ -67,6 +67,10 @@ class _Batcher:
         self.busy = False
         self.window_armed = False
         self.batch_time = 0.0        # integral of batch size over busy time
+        # engines.yaml first_token: decode_step: the prefill only fills the KV cache, and every
+        # output token, the first included, comes from a decode step
+        rep = getattr(step, "rep", None)
+        self.first_step = bool(rep is not None and rep.kernels.engine.first_token_step)
 
     # -- arrivals -------------------------------------------------------------------
     def arrive(self, req: _Req) -> None:
@@ -111,11 +115,17 @@ class _Batcher:
         still = []
         for r in self.running:
             r.made += 1
+            if r.first is None:
+                r.first = now
             if r.made >= r.output:
                 r.done = now
             else:
                 still.append(r)
         for r in admit:
+            if self.first_step:
+                r.made = 0
+                still.append(r)
+                continue
             r.first, r.made = now, 1
             if r.output <= 1:
                 r.done = now
@@ -132,10 +142,13 @@ class _Batcher:
         k = len(batch)
         t = self.loop.now + self.step.prefill(k, sum(r.prompt for r in batch) / k)
         span = t - self.loop.now
+        ctx = sum(r.prompt for r in batch) / k
+        if self.first_step:     # the first token comes from a decode step after the prefill
+            dt = self.step.decode(k, ctx)
+            t, span = t + dt, span + dt
         for r in batch:
             r.first = t
         longest = max(r.output for r in batch)
-        ctx = sum(r.prompt for r in batch) / k
         for i in range(1, longest):
             dt = self.step.decode(k, ctx + i)
             t, span = t + dt, span + dt

@@ -358,6 +358,11 @@ def _ttft(step: StepTimes, traffic: Traffic, max_batch: int, dec: Callable[[floa
         own = (np.array(step.prefills([traffic.input.quantile(q) for q in _U64])), np.full(64, 1 / 64))
     wait = (np.concatenate([[0.0], -np.log(1 - u) / decay]), np.concatenate([[1 - pc], np.full(16, pc / 16)]))
     t50, t99 = _sum_quantiles([busy_part, decode, own, wait], (0.5, 0.99))
+    rep = getattr(step, "rep", None)
+    if rep is not None and rep.kernels.engine.first_token_step:
+        # The engine's context phase only fills the KV cache; the first token comes out of the
+        # next iteration (engines.yaml first_token: decode_step).
+        t50, t99 = t50 + T, t99 + T
     return t50, t99
 
 

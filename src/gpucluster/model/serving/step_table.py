@@ -98,6 +98,7 @@ def _stage(rep: Replica, batch: np.ndarray, new_tokens: np.ndarray, context: flo
     # (b x s; the serving planner runs neither sequence nor context parallelism), n and k do not
     # depend on the batch.
     tokens_int = b_int * new_tokens
+    launch = 0.0
     for moe, n in _layer_mix(spec, layers):
         if n <= 0:
             continue
@@ -130,9 +131,13 @@ def _stage(rep: Replica, batch: np.ndarray, new_tokens: np.ndarray, context: flo
         terms["gemm"] = terms["gemm"] + n * g_t
         terms["attention"] = terms["attention"] + n * a_t
         terms["elementwise"] = terms["elementwise"] + n * ew_t
-        terms["overhead"] = terms["overhead"] + n * ((fitted.DECODE_LAYER_S + kernels * kn.launch_s) if decode
-                                                     else EW_KERNELS * KERNEL_S)
+        terms["overhead"] = terms["overhead"] + n * (fitted.DECODE_LAYER_S if decode else EW_KERNELS * KERNEL_S)
+        launch += n * kernels * kn.launch_s if decode else 0.0
         terms["tp_comm"] = terms["tp_comm"] + n * 2 * _allreduce_s(rep, kn, tokens * spec.hidden * ACT_BYTES)
+    if launch > 0:
+        # step_time._stage: asynchronous launches cost only what they take beyond the device time
+        device = sum(terms.values())
+        terms["overhead"] = terms["overhead"] + np.maximum(0.0, launch - device)
     return _with_logits(rep, terms, batch) if last else terms
 
 

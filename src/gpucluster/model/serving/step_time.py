@@ -17,7 +17,9 @@ GPU) at achievable HBM bandwidth.
 Both add, per layer, 2 tensor-parallel all-reduces of tokens x hidden x 2 bytes (after
 attention and after the MLP, Shoeybi et al. 2019, Megatron-LM section 3) and a fixed cost per
 small kernel: KERNEL_S = 1.5 us for each of the ~6 non-GEMM kernels of a layer under CUDA graphs
-(an estimate), or the engine's CPU launch cost per kernel where it runs without them.
+(an estimate). Without CUDA graphs the CPU launches every kernel of a decode step at the
+engine's launch cost; launches are asynchronous, so the step pays only what they take beyond
+the device's own time (max(device, launches)).
 
 The engine (catalog/data/engines.yaml, kernels.py) decides which measured kernels stand in:
 on chips that aiconfigurator-core's database covers (serving_kernels.yaml), the GEMMs run at
@@ -178,6 +180,7 @@ def _stage(rep: Replica, batch: float, new_tokens: int, context: float, layers: 
     terms = dict.fromkeys(TERMS, 0.0)
     flops_s = bytes_s = 0.0
     b_int = max(1, math.ceil(batch))
+    launch = 0.0
     for moe, n in _layer_mix(spec, layers):
         if n <= 0:
             continue
@@ -210,8 +213,13 @@ def _stage(rep: Replica, batch: float, new_tokens: int, context: float, layers: 
         terms["gemm"] += n * g_t
         terms["attention"] += n * a_t
         terms["elementwise"] += n * ew_t
-        terms["overhead"] += n * ((fitted.DECODE_LAYER_S + kernels * kn.launch_s) if decode else EW_KERNELS * KERNEL_S)
+        terms["overhead"] += n * (fitted.DECODE_LAYER_S if decode else EW_KERNELS * KERNEL_S)
+        launch += n * kernels * kn.launch_s if decode else 0.0
         terms["tp_comm"] += n * 2 * kn.allreduce_s(tokens * spec.hidden * ACT_BYTES)
+    # Without CUDA graphs the CPU launches every kernel, asynchronously: the GPU waits only where
+    # launching falls behind executing (short kernels), so the step pays what the launches take
+    # beyond the device's own time.
+    terms["overhead"] += max(0.0, launch - sum(terms.values()))
     if last:
         # Output layer for each sequence's last position only, in 16 bits, then the
         # vocab-parallel logits gathered for sampling.
@@ -288,9 +296,11 @@ def decode_step_time(rep: Replica, batch: float, context: float) -> StepTime:
 def batch_latency_s(rep: Replica, batch: int, input_tokens: int, output_tokens: int) -> float:
     """End-to-end latency of a static batch: the prefill (which emits the first output token,
     as TensorRT-LLM's context phase and vLLM do) and output_tokens - 1 decode steps, each at
-    its own context length (evaluated at the mean context of the decode phase)."""
+    its own context length (evaluated at the mean context of the decode phase). An engine whose
+    first token comes from a decode step (engines.yaml `first_token: decode_step`) takes
+    output_tokens steps."""
     t = prefill_time(rep, batch, input_tokens).total
-    steps = max(0, output_tokens - 1)
+    steps = max(0, output_tokens - (0 if rep.kernels.engine.first_token_step else 1))
     if steps:
         mean_ctx = input_tokens + 1 + (steps - 1) / 2
         t += steps * decode_step_time(rep, batch, mean_ctx).total
