@@ -181,7 +181,7 @@ def with_failures(plan: TrainingPlan, inputs: GoodputInputs | None = None, *, cl
         write_s, copy_s = size / (gbps * 1e9), 0.0
         read_s = write_s              # read back about as fast as written (as generate assumes)
         storage = f"shared storage at {gbps:g} GB/s aggregate"
-        flags = ["--checkpoint-write-gbps", f"{gbps:g}"]
+        flags = ["--checkpoint-write-gbps", f"{gbps:.17g}"]
         why = ("given: --checkpoint-write-gbps" if inputs.checkpoint_write_gbps is not None else
                "default, an assumption" + ("; the cluster file has no storage tiers" if cluster is not None else
                                            "; --cluster with storage tiers, or --checkpoint-write-gbps"))
@@ -196,7 +196,7 @@ def with_failures(plan: TrainingPlan, inputs: GoodputInputs | None = None, *, cl
     rounded = plan_interval(write_s, mtbf_s, restart, interval_s=interval_s, extra_loss_s=copy_s)
     daly = plan_interval(write_s, mtbf_s, restart, extra_loss_s=copy_s, min_interval_s=copy_s).interval_s
     if given is not None:
-        flags = [*flags, "--checkpoint-interval", f"{given:g}"]
+        flags = [*flags, "--checkpoint-interval", f"{given:.17g}"]
     rent = plan.rental()
     assumptions = [
         (f"failure rates: profile {fm.profile} ({fm.description}; --failure-profile); a job fails when any of "
