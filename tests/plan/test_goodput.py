@@ -14,11 +14,11 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "documents"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cli"))
 
-from doc_helpers import ROOT, invoke, json_of  # noqa: E402
-from tests_cli_helpers import assert_one_line_error, run  # noqa: E402
+from doc_helpers import ROOT, invoke, json_of
+from tests_cli_helpers import assert_one_line_error, run
 
-import gpucluster  # noqa: E402
-from gpucluster.documents import model_of  # noqa: E402
+import gpucluster
+from gpucluster.documents import model_of
 
 BASE = ("plan", "train", "--gpu", "H100:8", "--nodes", "16", "--model", "llama3-70b", "--tokens", "1T", "--top", "1")
 

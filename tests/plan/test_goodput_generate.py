@@ -15,12 +15,12 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "documents"))
 
-from doc_helpers import invoke, json_of  # noqa: E402
+from doc_helpers import invoke, json_of
 
-from gpucluster.generate.megatron_job import DEFAULT_WRITE_GBPS, checkpointing  # noqa: E402
-from gpucluster.generate.megatron_model import model_spec  # noqa: E402
-from gpucluster.generate.plan_file import load_plan  # noqa: E402
-from gpucluster.plan.train_goodput import DEFAULT_CHECKPOINT_WRITE_GBPS  # noqa: E402
+from gpucluster.generate.megatron_job import DEFAULT_WRITE_GBPS, checkpointing
+from gpucluster.generate.megatron_model import model_spec
+from gpucluster.generate.plan_file import load_plan
+from gpucluster.plan.train_goodput import DEFAULT_CHECKPOINT_WRITE_GBPS
 
 CASES = {
     "default-storage": ("--gpu", "H100:8", "--nodes", "16", "--model", "llama3-70b", "--tokens", "1T"),
