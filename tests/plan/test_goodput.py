@@ -98,6 +98,8 @@ def test_llama3_405b_on_16k_h100_is_above_the_published_90_percent() -> None:
     assert w is not None
     assert w.mtbf_s / 3600 == pytest.approx(3.1, abs=0.1)
     assert 0.9 < w.goodput < 1
+    # the reliability planner's figures for the same job (docs/reliability.md, "Llama 3 check")
+    assert w.goodput == pytest.approx(0.926, abs=0.001) and w.interval_s / 60 == pytest.approx(4.2, abs=0.05)
 
 
 def test_a_cluster_checkpoints_to_its_storage_tiers_as_reliability_does() -> None:
@@ -172,6 +174,8 @@ def test_the_schema_lists_the_fields() -> None:
     (("--restart-s", "-1"), "--restart-s"),
     (("--checkpoint-interval", "0"), "--checkpoint-interval"),
     (("--checkpoint-interval", "soon"), "--checkpoint-interval"),
+    # a restart of 9.5 years against a failure every 4 days: Daly's model has the run never finish
+    (("--failure-profile", "seed", "--restart-s", "300000000"), "never finishes"),
 ])
-def test_bad_inputs_are_one_line_and_exit_2(args: tuple[str, str], flag: str) -> None:
+def test_bad_inputs_are_one_line_and_exit_2(args: tuple[str, ...], flag: str) -> None:
     assert_one_line_error(run(*BASE, *args), flag)

@@ -36,6 +36,9 @@ DEFAULT_CHECKPOINT_WRITE_GBPS = 10.0
 DEFAULT_FAILURE_PROFILE = "llama3"
 MAX_RESTART_S = 10 * 365 * 86400.0
 MAX_WRITE_GBPS = 1e6       # GB/s aggregate: far above any storage system
+# Below a millionth of the wall time spent training (Daly's model falls to 0 past e^-700), the
+# run is reported as never finishing rather than as a time of 10^190 years.
+MIN_GOODPUT = 1e-6
 
 
 @dataclass(frozen=True)
@@ -195,6 +198,14 @@ def with_failures(plan: TrainingPlan, inputs: GoodputInputs | None = None, *, cl
     interval_s = save * step
     rounded = plan_interval(write_s, mtbf_s, restart, interval_s=interval_s, extra_loss_s=copy_s)
     daly = plan_interval(write_s, mtbf_s, restart, extra_loss_s=copy_s, min_interval_s=copy_s).interval_s
+    if not rounded.goodput >= MIN_GOODPUT:
+        # Restarts or checkpoints take (nearly) all the time between failures: no finite plan.
+        field = ("--restart-s" if restart >= max(write_s, interval_s) else
+                 "--checkpoint-interval" if given is not None else "--checkpoint-write-gbps")
+        raise UserError(f"the run never finishes: one failure every {format_duration(mtbf_s)} "
+                        f"({fm.profile} rates, {gpus:,} GPUs), but a restart takes {format_duration(restart)}, a "
+                        f"checkpoint write {format_duration(write_s)} and the interval is "
+                        f"{format_duration(interval_s)}", field=field)
     if given is not None:
         flags = [*flags, "--checkpoint-interval", f"{given:.17g}"]
     rent = plan.rental()
