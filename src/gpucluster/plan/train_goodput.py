@@ -36,6 +36,7 @@ DEFAULT_CHECKPOINT_WRITE_GBPS = 10.0
 DEFAULT_FAILURE_PROFILE = "llama3"
 MAX_RESTART_S = 10 * 365 * 86400.0
 MAX_WRITE_GBPS = 1e6       # GB/s aggregate: far above any storage system
+MIN_WRITE_GBPS = 1e-6      # 1 KB/s: below it a checkpoint's write time overflows a float
 # Below a millionth of the wall time spent training (Daly's model falls to 0 past e^-700), the
 # run is reported as never finishing rather than as a time of 10^190 years.
 MIN_GOODPUT = 1e-6
@@ -51,8 +52,8 @@ class GoodputInputs:
 
     def check(self) -> None:
         g, r, i = self.checkpoint_write_gbps, self.restart_s, self.checkpoint_interval_s
-        if g is not None and not (0 < g <= MAX_WRITE_GBPS):
-            raise UserError(f"must be above 0 and at most {MAX_WRITE_GBPS:g} GB/s, got {g}",
+        if g is not None and not (MIN_WRITE_GBPS <= g <= MAX_WRITE_GBPS):
+            raise UserError(f"must be from {MIN_WRITE_GBPS:g} to {MAX_WRITE_GBPS:g} GB/s, got {g}",
                             field="--checkpoint-write-gbps")
         if r is not None and not (0 <= r <= MAX_RESTART_S):
             raise UserError(f"must be from 0 to {MAX_RESTART_S:g} s (10 years), got {r}", field="--restart-s")
