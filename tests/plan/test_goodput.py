@@ -179,3 +179,11 @@ def test_the_schema_lists_the_fields() -> None:
 ])
 def test_bad_inputs_are_one_line_and_exit_2(args: tuple[str, ...], flag: str) -> None:
     assert_one_line_error(run(*BASE, *args), flag)
+
+
+def test_a_pool_other_than_the_first_says_generate_reads_the_first() -> None:
+    path = str(ROOT / "examples/mixed-h100-h200-mi300x.yaml")
+    w = gpucluster.plan_train("llama3-8b", cluster=path, pool="mi300x", tokens="100B", top=1).with_failures
+    assert w is not None and "first pool (h100), not of mi300x" in w.storage
+    first = gpucluster.plan_train("llama3-8b", cluster=path, pool="h100", tokens="100B", top=1).with_failures
+    assert first is not None and "first pool" not in first.storage

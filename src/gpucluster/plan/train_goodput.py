@@ -245,4 +245,8 @@ def _cluster_tier(plan: TrainingPlan, cluster: str, pool: str | None, inputs: Go
     o = rel.best.option
     where = f"{o.name}, {format_duration(o.delta_s)} write ({o.limit})" + (
         f" + {format_duration(o.copy_s)} async copy" if o.copy_s else "")
+    if pool is not None and pool != spec.node_pools[0].name:
+        # generate --cluster reads the first pool's storage link (it takes no --pool yet)
+        where += (f"; `generate --cluster` reads the storage link of the first pool ({spec.node_pools[0].name}), "
+                  f"not of {pool}")
     return o.delta_s, o.copy_s, o.read_s, where, ["--cluster", cluster]
