@@ -225,6 +225,8 @@ PLAN_TRAIN = {
     "attention": Text(optional=True), "dp_overlap": Flag(optional=True), "tp_overlap": Flag(optional=True),
     "moe_overlap": Text(optional=True), "framework": Text(optional=True),
     "shard_group": Int(1, MAX_NODES * MAX_GPUS_PER_NODE, optional=True),
+    "failure_profile": Text(), "checkpoint_write_gbps": Real(1e-6, 1e6, optional=True, unit=" GB/s"),
+    "restart_s": Real(0, 10 * 365 * 86400.0, optional=True, unit=" s"), "checkpoint_interval": _DURATION,
 }
 MAX_RATE = 1e7   # requests per second: ~100x the largest public serving fleets' peak; past it the search is meaningless
 PLAN_SERVE = {

@@ -32,11 +32,11 @@ def _container(job: dict) -> dict:
 
 def test_mi300x_job_requests_amd_gpus_in_a_rocm_image(tmp_path):
     c = _container(_job(tmp_path, "MI300X:8"))
-    assert c["resources"]["limits"] == {"amd.com/gpu": 8} and c["resources"]["requests"]["amd.com/gpu"] == 8
+    assert c["resources"]["limits"] == {"amd.com/gpu": "8"} and c["resources"]["requests"]["amd.com/gpu"] == "8"
     assert "nvidia.com/gpu" not in c["resources"]["requests"]
     assert "rocm" in c["image"] and "nvcr.io" not in c["image"]
     h100 = _container(_job(tmp_path, "H100:8"))
-    assert h100["resources"]["limits"] == {"nvidia.com/gpu": 8} and h100["image"].startswith("nvcr.io/nvidia/")
+    assert h100["resources"]["limits"] == {"nvidia.com/gpu": "8"} and h100["image"].startswith("nvcr.io/nvidia/")
 
 
 def test_placeholders_are_container_env_the_command_checks(tmp_path):

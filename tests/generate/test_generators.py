@@ -208,7 +208,7 @@ def test_k8s_job(plan):
     spec = job["spec"]
     assert spec["completions"] == spec["parallelism"] == plan.nodes and spec["completionMode"] == "Indexed"
     c = spec["template"]["spec"]["containers"][0]
-    assert c["resources"]["limits"]["nvidia.com/gpu"] == 8
+    assert c["resources"]["limits"]["nvidia.com/gpu"] == "8"
     assert "--nproc-per-node=8" in c["command"]
 
 

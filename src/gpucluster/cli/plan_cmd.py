@@ -39,6 +39,17 @@ def train(
         "--tp-overlap/--no-tp-overlap", help="TP collectives overlap GEMMs (TE userbuffers; default: off)")] = None,
     moe_overlap: Annotated[Optional[str], typer.Option(
         help="MoE all-to-all overlap: none (default) or dualpipe")] = None,
+    failure_profile: Annotated[str, typer.Option(
+        help="Failure data for the time with failures: llama3 (default), opt-175b, bloom-176b or seed "
+             "(`gpucluster reliability`)")] = "llama3",
+    checkpoint_write_gbps: Annotated[Optional[float], typer.Option(
+        help="GB/s checkpoints are written at, aggregate (default: the --cluster file's storage tiers, "
+             "else 10, an assumption)")] = None,
+    restart_s: Annotated[Optional[float], typer.Option(
+        help="Seconds to detect a failure, reschedule and relaunch, before reading the checkpoint "
+             "(default 600, the catalog's estimate)")] = None,
+    checkpoint_interval: Annotated[Optional[str], typer.Option(
+        help="Checkpoint this often (30m, 2h, 1800) instead of Daly's optimum")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
     html: Annotated[Optional[str], typer.Option(help="Also write a self-contained HTML report with plots")] = None,
 ) -> None:
@@ -52,7 +63,9 @@ def train(
                         layout=parse_layout(layout) if layout else None, precision=precision, top=top,
                         tp_across_domains=tp_across_domains, attention=attention, dp_overlap=dp_overlap,
                         tp_overlap=tp_overlap, moe_overlap=moe_overlap, framework=framework,
-                        shard_group=shard_group)
+                        shard_group=shard_group, failure_profile=failure_profile,
+                        checkpoint_write_gbps=checkpoint_write_gbps, restart_s=restart_s,
+                        checkpoint_interval=checkpoint_interval)
     meta = result.meta()
     if json_out:
         render_json(result, meta)

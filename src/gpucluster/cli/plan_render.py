@@ -83,6 +83,7 @@ def render_plan(plan: TrainingPlan, meta: dict[str, Any], top: int) -> None:
     console.print(f"  total compute {plan.total_model_flops:.3g} FLOPs (Megatron's count; 6 x N x D gives "
                   f"{plan.six_nd:.3g}); on one {safe(tgt.fabric.gpu_name)} at this per-GPU rate: "
                   f"{format_duration(plan.one_gpu_s)}")
+    _render_failures(plan, iv)
 
     if len(plan.search.ranked) > 1:
         ranked = Table(title=f"Top {min(top, len(plan.search.ranked))} layouts", title_justify="left")
@@ -109,6 +110,29 @@ def render_plan(plan: TrainingPlan, meta: dict[str, Any], top: int) -> None:
                   + (f"; rejected: {safe(', '.join(f'{n} x {r}' for r, n in s.rejected.most_common(3)))}"
                      if s.rejected else "")
                   + "[/dim]")
+
+
+def _render_failures(plan: TrainingPlan, iv: Any) -> None:
+    """Time to train with failures, restarts and checkpoint writes (plan/train_goodput.py)."""
+    w = plan.with_failures
+    if w is None:
+        return
+    lo, hi, pct = iv.lo / plan.best.step_s, iv.hi / plan.best.step_s, f"{100 * iv.level:.0f}%"
+    console.print(f"[bold]With failures, restarts and checkpoints[/bold]: {format_duration(w.wall_s)} = "
+                  f"{num(w.gpu_hours, 0)} GPU-hours, goodput {100 * w.goodput:.1f}% "
+                  f"[dim]({pct} interval {format_duration(w.wall_s * lo)}-{format_duration(w.wall_s * hi)})[/dim]")
+    cost = w.cost_usd
+    if cost is not None:
+        console.print(f"  at ${w.usd_per_gpu_hour:.2f} per GPU-hour: ${num(cost, 0)} "
+                      f"[dim]({pct} interval ${num(cost * lo, 0)}-${num(cost * hi, 0)})[/dim]")
+    console.print(f"  checkpoint every {format_duration(w.interval_s)} ({w.save_interval:,} iterations, "
+                  f"{'given' if w.interval_source == 'given' else 'Daly'}; Young {format_duration(w.young_s)}): "
+                  f"{format_duration(w.write_s)} write, restart {format_duration(w.restart_s)}, one failure every "
+                  f"{format_duration(w.mtbf_s)} (~{num(w.expected_failures, 0)} in the run)")
+    console.print(f"  [dim]the generated job checkpoints at this interval with: gpucluster generate ... "
+                  f"{safe(' '.join(w.generate_flags))}[/dim]")
+    for a in w.assumptions:
+        console.print(f"  [yellow]assumption[/yellow]: {safe(a)}")
 
 
 def _why(plan: TrainingPlan) -> str:

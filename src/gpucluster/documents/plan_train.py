@@ -129,6 +129,41 @@ class MfuReference(Strict):
     margin: Num = Field(description="added to `value` before a plan is flagged (0: see docs/training.md)")
 
 
+class FailureInterval(Strict):
+    level: Num = Field(description="the step time's interval level (interval.level)")
+    time_to_train_s: Range
+    gpu_hours: Range
+    cost_usd: Range | None
+
+
+class WithFailures(Strict):
+    """The run with failures, restarts and checkpoint writes (plan/train_goodput.py): Daly's
+    checkpoint interval for the job's MTBF, the interval `generate` writes as --save-interval."""
+    goodput: Num = Field(description="failure-free time / wall time (Daly 2006 wall-clock model), in (0, 1]")
+    time_to_train_s: Num = Field(description="wall time with failures, restarts and checkpoint writes")
+    gpu_hours: Num
+    cost_usd: Num | None = Field(description="gpu_hours at price.usd_per_gpu_hour; null without a price")
+    failure_free_time_to_train_s: Num
+    checkpoint_interval_s: Num = Field(description="training between checkpoints: save_interval_iterations steps")
+    save_interval_iterations: int = Field(description="the same in iterations (Megatron-LM --save-interval)")
+    checkpoint_interval_source: Literal["Daly", "given"]
+    daly_interval_s: Num = Field(description="Daly's optimum before rounding to iterations")
+    young_interval_s: Num
+    mtbf_s: Num = Field(description="the job's mean time between failures (failure profile, its GPUs and nodes)")
+    expected_failures: Num
+    checkpoint_write_s: Num = Field(description="one blocking checkpoint write")
+    checkpoint_copy_s: Num = Field(description="async copy from node-local NVMe to a durable tier, else 0")
+    checkpoint_read_s: Num
+    restart_overhead_s: Num = Field(description="detect, reschedule and relaunch (--restart-s)")
+    restart_s: Num = Field(description="restart_overhead_s + checkpoint_read_s")
+    checkpoint_bytes: Num
+    storage: str
+    failure_profile: str
+    generate_flags: list[str] = Field(description="`generate` options that checkpoint at this interval")
+    assumptions: list[str]
+    interval: FailureInterval | None = Field(description="the step time's interval carried to the wall time")
+
+
 class PlanTrainDocument(Document):
     schema_: Literal["gpucluster-plan-train/v1"] = Field(SCHEMA, alias="schema")
     model: str | None
@@ -160,6 +195,8 @@ class PlanTrainDocument(Document):
     six_nd_flops: Num
     advice: Advice
     search: Search
+    with_failures: WithFailures | None = Field(
+        None, description="time to train with failures, restarts and checkpoint writes (goodput)")
 
 
 def _estimate(e: Any, iv: Any = None, apart: bool | None = None) -> Estimate:
@@ -204,4 +241,5 @@ def build(plan: Any) -> PlanTrainDocument:
         **plan.confidence.to_json(),
         total_model_flops=plan.total_model_flops, six_nd_flops=plan.six_nd,
         advice=Advice(term=plan.advice.term, share=plan.advice.share, text=plan.advice.text),
-        search=Search(considered=plan.search.considered, fit=plan.search.estimated, rejected=dict(plan.search.rejected)))
+        search=Search(considered=plan.search.considered, fit=plan.search.estimated, rejected=dict(plan.search.rejected)),
+        with_failures=None if plan.with_failures is None else WithFailures(**plan.with_failures.to_json(lo, hi, iv.level)))

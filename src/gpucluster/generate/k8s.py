@@ -89,8 +89,10 @@ def k8s_objects(plan: JobPlan, launch: Launch, opts: K8sOptions) -> list[dict]:
     vendor = gpu_vendor(plan.gpu)
     gpu_key = RESOURCES.get(vendor, "nvidia.com/gpu")
     g = plan.gpus_per_node
-    resources = {"limits": {gpu_key: g},
-                 "requests": {gpu_key: g, "cpu": str(opts.cpu_per_gpu * g),
+    # Quantities as strings: the API server reads a number too, but the kubernetes client's
+    # models (StrictStr) refuse one (tests/generate/test_k8s_client_models.py).
+    resources = {"limits": {gpu_key: str(g)},
+                 "requests": {gpu_key: str(g), "cpu": str(opts.cpu_per_gpu * g),
                               "memory": f"{opts.memory_gib_per_gpu * g}Gi"}}
     container = {"name": "trainer", "image": opts.image or IMAGES.get(vendor, IMAGES["nvidia"]), "command": argv,
                  "env": env,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpucluster.errors import UserError
 from gpucluster.model.training import frameworks
@@ -16,6 +16,9 @@ from gpucluster.plan.confidence import Confidence, confidence
 from gpucluster.plan.fabric_from import PlanTarget
 from gpucluster.plan.train_search import SEARCHED, SearchResult, search
 from gpucluster.specs.workload import TransformerSpec
+
+if TYPE_CHECKING:
+    from gpucluster.plan.train_goodput import WithFailures
 
 FULL_LAYOUT = {"tp", "pp", "dp", "cp", "ep", "interleave", "micro_batch", "recompute", "zero"}
 # The defaults of `gpucluster plan train` (plan/train_request.py, plan/run_estimates.py): Llama 2/3
@@ -38,6 +41,8 @@ class TrainingPlan:
     global_batch_source: str = "given"    # where the global batch comes from
     fixed: dict[str, Any] = field(default_factory=dict)   # the layout fields and stack settings the user fixed
     tp_across_domains: bool = False
+    # The run with failures, restarts and checkpoint writes (plan/train_goodput.py); `plan_train` sets it.
+    with_failures: WithFailures | None = None
 
     @property
     def params(self) -> int:

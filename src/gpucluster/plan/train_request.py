@@ -146,9 +146,15 @@ def plan_train(model: str | TransformerSpec, *, cluster: str | None = None, pool
                top: int = 5, tp_across_domains: bool = False, attention: str | None = None,
                dp_overlap: bool | None = None, tp_overlap: bool | None = None,
                moe_overlap: str | None = None, framework: str | None = None,
-               shard_group: int | None = None) -> TrainingPlan:
+               shard_group: int | None = None, failure_profile: str = "llama3",
+               checkpoint_write_gbps: float | None = None, restart_s: float | None = None,
+               checkpoint_interval: str | float | None = None) -> TrainingPlan:
     """Plan a training run: the best layouts, step time, memory, time and GPU-hours, and what the
-    figures rest on (`plan.confidence`). Bad input raises `UserError` naming the field."""
+    figures rest on (`plan.confidence`), and the run with failures, restarts and checkpoint writes
+    (`plan.with_failures`: plan/train_goodput.py). Bad input raises `UserError` naming the field."""
+    from gpucluster.plan.train_goodput import goodput_inputs, with_failures
+
+    run_inputs = goodput_inputs(failure_profile, checkpoint_write_gbps, restart_s, checkpoint_interval)
     spec = model if isinstance(model, TransformerSpec) else load_model_spec(model)
     target = from_options(cluster, pool, gpu, nodes, nic, nics_per_node)
     if precision not in PRECISIONS:
@@ -180,4 +186,5 @@ def plan_train(model: str | TransformerSpec, *, cluster: str | None = None, pool
     plan.global_batch_source = "given" if global_batch is not None else batch_source
     plan.fixed = fixed
     plan.tp_across_domains = tp_across_domains
+    plan.with_failures = with_failures(plan, run_inputs, cluster=cluster, pool=pool)
     return plan

@@ -84,6 +84,7 @@ def train_report(plan: Any, meta: dict[str, Any], *, fixed: dict[str, Any] | Non
     if rent:
         cost = rent[0] * plan.gpu_hours
         facts.append(("cost, rented", f"${cost:,.0f} at ${rent[0]:.2f}/GPU-hour (${cost * lo:,.0f}-${cost * hi:,.0f})"))
+    facts += failure_facts(plan.with_failures, lo, hi, pct)
     labels = {k: LABEL[k] for k in TERMS}
     ranked = plan.search.ranked
     points, left_out = scaling_points(plan, fixed, tp_across_domains)
@@ -121,6 +122,8 @@ def train_report(plan: Any, meta: dict[str, Any], *, fixed: dict[str, Any] | Non
     conf = plan.confidence
     notes.append(f"{pct} interval: regime {iv.regime}; from {iv.basis} (catalog/data/intervals.yaml)")
     notes += [f"assumption: {a}" for a in conf.assumptions if a != conf.above_best_published]
+    if plan.with_failures is not None:
+        notes += [f"with failures, assumption: {a}" for a in plan.with_failures.assumptions]
     warnings = [f"Above the best published run: {conf.above_best_published}."] if conf.above_best_published else []
     return Report(title=f"Training plan: {name} on {tgt.description}",
                   subtitle=f"{_si(plan.tokens)} tokens, global batch {plan.global_batch} x {plan.seq_len} tokens, "
@@ -131,6 +134,24 @@ def train_report(plan: Any, meta: dict[str, Any], *, fixed: dict[str, Any] | Non
                        f"of its regime ({iv.regime})."]),
                   figures=figures,
                   tables=[layouts, scale], notes=notes)
+
+
+def failure_facts(w: Any, lo: float, hi: float, pct: str) -> list[tuple[str, str]]:
+    """The run with failures, restarts and checkpoint writes (plan/train_goodput.py) as report facts."""
+    if w is None:
+        return []
+    out = [("time to train with failures", f"{format_duration(w.wall_s)}, goodput {100 * w.goodput:.1f}% "
+                                            f"({pct} interval {format_duration(w.wall_s * lo)}-"
+                                            f"{format_duration(w.wall_s * hi)}; restarts and checkpoint writes included)"),
+           ("GPU-hours with failures", f"{w.gpu_hours:,.0f} ({w.gpu_hours * lo:,.0f}-{w.gpu_hours * hi:,.0f})")]
+    if w.cost_usd is not None:
+        out.append(("cost with failures", f"${w.cost_usd:,.0f} (${w.cost_usd * lo:,.0f}-${w.cost_usd * hi:,.0f})"))
+    out.append(("checkpoint interval", f"{format_duration(w.interval_s)} ({w.save_interval:,} iterations, "
+                                       f"{'given' if w.interval_source == 'given' else 'Daly'}); "
+                                       f"{format_duration(w.write_s)} write, restart {format_duration(w.restart_s)}, "
+                                       f"one failure every {format_duration(w.mtbf_s)}; generate with "
+                                       f"{' '.join(w.generate_flags)}"))
+    return out
 
 
 def write_train_report(plan: Any, meta: dict[str, Any], path: str, **kw: Any) -> None:
