@@ -20,8 +20,15 @@ BASE = ["plan", "serve", "--model", "llama3-8b", "--rate", "1000", "--slo-ttft",
 
 def _invoke(*args: str) -> str:
     from gpucluster.cli.app import app
+    from gpucluster.report.terminal import console
 
-    res = CliRunner().invoke(app, [*BASE, *args], catch_exceptions=False, env={"NO_COLOR": "1", "COLUMNS": "250"})
+    # The console keeps the width it saw when made (at first import, in whatever test ran first).
+    width = console.width
+    console.width = 250
+    try:
+        res = CliRunner().invoke(app, [*BASE, *args], catch_exceptions=False, env={"NO_COLOR": "1"})
+    finally:
+        console.width = width
     assert res.exit_code == 0, res.output
     return res.stdout
 

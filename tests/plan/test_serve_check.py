@@ -6,6 +6,7 @@ million input + output tokens of the library result."""
 from __future__ import annotations
 
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
@@ -29,7 +30,7 @@ def _fake_sim(factor_of):
 
 
 def _plan(**kw):
-    args = dict(gpu="H100:8", slo_ttft="300ms", slo_tpot="40ms", simulate=True)
+    args: dict[str, Any] = dict(gpu="H100:8", slo_ttft="300ms", slo_tpot="40ms", simulate=True)
     args.update(kw)
     return plan_serve("llama3-8b", 1000, **args)
 
@@ -112,7 +113,7 @@ def test_without_slos_the_first_deployment_passes_and_nothing_moves(monkeypatch)
 
 
 def test_judge_names_the_broken_slo_and_by_how_much():
-    o = SimpleNamespace()
+    o: Any = SimpleNamespace()
     c = serve_check.judge(o, SimpleNamespace(ttft_p99=0.336, tpot_p99=0.0438), 0.3, 0.04)   # the issue's figures
     assert not c.passed
     assert c.failures == ["TTFT p99 336.0 ms > SLO 300 ms", "TPOT p99 43.8 ms > SLO 40 ms"]
@@ -148,3 +149,40 @@ def test_best_per_hardware_type():
     assert rows["K80"].replicas is None and "precision" in rows["K80"].reason
     assert doc.request.requested_hardware == "H100-SXM5-80GB"
     assert doc.request.compared == ["A100-SXM4-80GB", "K80"]
+
+
+def test_a_cpu_deployment_is_not_simulated_and_the_chosen_one_leads():
+    from gpucluster.plan.serve_search import ServeSearch
+
+    def opt(hw, ttft):
+        return SimpleNamespace(hardware=hw, tp=1, pp=1, replicas=2, gpus=2,
+                               point=SimpleNamespace(ttft_p99=0.1, tpot_p99=0.02), sim_ttft=ttft)
+    cpu, bad, good, rest = opt("2 x EPYC-9654", None), opt("H100", 0.5), opt("H200", 0.2), opt("H100", 0.1)
+    result = ServeSearch([cpu, bad, good, rest])
+
+    def run(spec, fabrics, o, *a):
+        return None if o.sim_ttft is None else SimpleNamespace(ttft_p99=o.sim_ttft, tpot_p99=0.02)
+    checks = serve_check.check(None, [], result, None, None, 1.0, None, 0.3, 0.04, simulate=run)
+    assert [c.verdict for c in checks.checks] == [
+        "not simulated (the batcher simulation models GPUs only)", "breaks TTFT p99 500.0 ms > SLO 300 ms",
+        "meets the SLOs"]
+    assert checks.chosen is good and checks.passed
+    serve_check.apply(result, checks)
+    assert result.options == [good, cpu, rest] and result.checks is checks
+    assert [r.hardware for r in result.rejected] == ["H100"] and result.rejected[0].reason == "simulated TTFT SLO"
+
+
+def test_at_most_max_checks_simulations():
+    from gpucluster.plan.serve_search import ServeSearch
+
+    opts: list[Any] = [SimpleNamespace(hardware="H100", tp=1, pp=1, replicas=1, gpus=1,
+                            point=SimpleNamespace(ttft_p99=0.1, tpot_p99=0.02)) for _ in range(20)]
+    ran = []
+
+    def run(spec, fabrics, o, *a):
+        ran.append(o)
+        return SimpleNamespace(ttft_p99=1.0, tpot_p99=0.02)
+    checks = serve_check.check(None, [], ServeSearch(list(opts)), None, None, 1.0, None, 0.3, None, max_checks=3,
+                               simulate=run)
+    assert ran == opts[:3] and not checks.passed
+    assert "17 costlier deployments not simulated (at most 3 are)" in checks.summary()

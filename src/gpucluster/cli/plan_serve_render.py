@@ -77,7 +77,7 @@ def per_hardware_table(result, meta: dict[str, Any]):
     """--compare / --cpu: the cheapest deployment of each hardware type searched."""
     from rich.table import Table
 
-    from gpucluster.documents.plan_serve import hardware_names, verdicts
+    from gpucluster.plan.serve_search import hardware_names, verdicts
 
     names = hardware_names(meta, result)
     if len(names) < 2:

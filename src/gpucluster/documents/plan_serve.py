@@ -233,24 +233,9 @@ def _checks(checks: Any, rate: float, out: float) -> SimulationChecks:
                             deployments_ranked=checks.options_total, checks=rows)
 
 
-def hardware_names(request: dict[str, Any], result: Any) -> list[str]:
-    """The hardware types searched, the requested first; from the options when the request
-    does not name them (a document built from a bare search)."""
-    names = ([request["requested_hardware"]] if request.get("requested_hardware") else []) + list(
-        request.get("compared", []))
-    for o in result.options:
-        if o.hardware not in names:
-            names.append(o.hardware)
-    return names
-
-
-def verdicts(result: Any) -> dict[int, str]:
-    """The discrete-event check's verdict of each deployment it ran on (by id of the option)."""
-    checks = getattr(result, "checks", None)
-    return {} if checks is None else {id(c.option): c.verdict for c in checks.checks}
-
-
 def _per_hardware(result: Any, request: dict[str, Any]) -> list[HardwareBest]:
+    from gpucluster.plan.serve_search import hardware_names, verdicts
+
     rate, inp, out = request["rate"], request["input"], request["output"]
     seen = verdicts(result)
     rows = []

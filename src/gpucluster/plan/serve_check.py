@@ -145,13 +145,15 @@ def check(spec: Any, fabrics: list[Any], result: ServeSearch, traffic: Any, quan
 
 def apply(result: ServeSearch, checks: SimChecks) -> None:
     """Move the deployments that broke an SLO in simulation out of the ranking (into `rejected`,
-    reason "simulated TTFT SLO" / "simulated TPOT SLO"), so the recommended deployment is the
-    first that passed; when none passed, the ranking stays as the queueing model has it."""
+    reason "simulated TTFT SLO" / "simulated TPOT SLO") and put the first that passed first, so it
+    is the recommended deployment; when none passed, the ranking stays as the queueing model has it."""
     result.checks = checks
     if checks.chosen is None:
         return
-    dropped = {id(c.option) for c in checks.rejected}
-    result.options = [o for o in result.options if id(o) not in dropped]
+    dropped = {id(c.option) for c in checks.rejected} | {id(checks.chosen)}
+    # The chosen one first: the only deployments it can pass here are CPU nodes the check could
+    # not simulate (ranked with no rental price, like a GPU without one).
+    result.options = [checks.chosen] + [o for o in result.options if id(o) not in dropped]
     simulated = []
     for c in checks.rejected:
         o = c.option

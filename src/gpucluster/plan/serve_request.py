@@ -5,6 +5,8 @@ API share.
     import gpucluster
     plan = gpucluster.plan_serve("llama3-70b", rate=1000, gpu="H100:8", slo_ttft="500ms", precision="fp8")
     plan.best.replicas, plan.best.gpus, plan.best.usd_per_mtok(plan.rate, plan.output_tokens)
+    plan.best.usd_per_mtok_in_out(plan.rate, plan.request["input"], plan.output_tokens)
+    gpucluster.plan_serve(..., simulate=True).checks.passed    # the discrete-event check met the SLOs
     plan.document().best.operating_point.ttft_p99_s
 """
 
@@ -69,7 +71,11 @@ def _per_second(rate: float) -> float:
 @dataclass
 class ServePlan:
     """What `plan serve` found: the ranked deployments (`search`), the request as resolved
-    (`request`, the JSON document's `request`), and the discrete-event check when asked for."""
+    (`request`, the JSON document's `request`), and with simulate=True the discrete-event check
+    (`checks`: the deployments simulated, cheapest first, until one meets the SLOs; `simulation`:
+    the run of the recommended one). A deployment that breaks an SLO in simulation is not
+    recommended; when none checked passes, `checks.passed` is False and `checks.summary()` says
+    by how much the closest misses."""
     search: ServeSearch
     request: dict[str, Any]
     simulation: Any
@@ -86,6 +92,12 @@ class ServePlan:
     @property
     def options(self) -> list[Option]:
         return self.search.options
+
+    @property
+    def checks(self) -> Any:
+        """With simulate=True, the discrete-event check of the ranked deployments
+        (plan/serve_check.py SimChecks: .passed, .summary(), .checks); else None."""
+        return self.search.checks
 
     @property
     def rate(self) -> float:

@@ -228,3 +228,20 @@ def search(spec: TransformerSpec, fabrics: Iterable[TrainingFabric], rate: float
     options.sort(key=lambda o: (o.usd_per_hour if o.usd_per_hour is not None else math.inf,
                                 o.point.ttft_p99))
     return ServeSearch(options, rejected)
+
+
+def hardware_names(request: dict[str, Any], result: Any) -> list[str]:
+    """The hardware types searched, the requested first; from the options when the request
+    does not name them (a document built from a bare search)."""
+    names = ([request["requested_hardware"]] if request.get("requested_hardware") else []) + list(
+        request.get("compared", []))
+    for o in result.options:
+        if o.hardware not in names:
+            names.append(o.hardware)
+    return names
+
+
+def verdicts(result: Any) -> dict[int, str]:
+    """The discrete-event check's verdict of each deployment it ran on (by id of the option)."""
+    checks = getattr(result, "checks", None)
+    return {} if checks is None else {id(c.option): c.verdict for c in checks.checks}

@@ -22,7 +22,7 @@ def _usd(x: float | None) -> Any:
 
 def per_hardware(result: Any, meta: dict[str, Any]) -> Table | None:
     """The cheapest deployment of each hardware type searched; None with one type."""
-    from gpucluster.documents.plan_serve import hardware_names, verdicts
+    from gpucluster.plan.serve_search import hardware_names, verdicts
 
     names = hardware_names(meta, result)
     if len(names) < 2:
