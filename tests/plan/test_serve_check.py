@@ -58,21 +58,24 @@ def test_the_recommendation_passes_its_own_discrete_event_check():
         assert (c.ttft_p99_s or 0) > 0.3 or (c.tpot_p99_s or 0) > 0.04
 
 
+def _key(o):
+    return (o.usd_per_hour, o.point.ttft_p99)
+
+
 def test_a_deployment_that_breaks_an_slo_in_simulation_is_rejected_for_the_next_that_passes(monkeypatch):
     run, ran = _fake_sim(lambda o, n: 2.0 if n <= 2 else 0.5)      # the two cheapest break both SLOs
     monkeypatch.setattr(serve_check, "simulate_option", run)
     before = _plan(simulate=False).options
     plan = _plan()
-    assert len(ran) == 3
-    assert [(o.hardware, o.tp, o.pp) for o in ran] == [(o.hardware, o.tp, o.pp) for o in before[:3]]
-    best = plan.best
-    assert (best.hardware, best.tp, best.pp, best.replicas) == (before[2].hardware, before[2].tp, before[2].pp,
-                                                                before[2].replicas)
-    shapes = {(o.hardware, o.tp, o.pp) for o in plan.options}
-    assert not shapes & {(o.hardware, o.tp, o.pp) for o in ran[:2]}     # no longer offered
+    assert len(ran) == 3 and plan.best is ran[2]
+    assert (ran[0].hardware, ran[0].tp, ran[0].pp, ran[0].replicas) == (before[0].hardware, before[0].tp,
+                                                                        before[0].pp, before[0].replicas)
+    assert [_key(o) for o in ran] == sorted(_key(o) for o in ran)          # cheapest first
+    assert ran[0] not in plan.options and ran[1] not in plan.options        # no longer offered
     doc = plan.document()
     assert doc.simulation_checks is not None and doc.simulation_checks.passed
     assert [c.passed for c in doc.simulation_checks.checks] == [False, False, True]
+    assert [c.replicas for c in doc.simulation_checks.checks] == [o.replicas for o in ran]
     assert "2 cheaper deployments broke an SLO" in doc.simulation_checks.summary
     sim_rejected = [r for r in doc.rejected if r.reason.startswith("simulated")]
     assert [(r.hardware, r.tp, r.pp) for r in sim_rejected] == [(o.hardware, o.tp, o.pp) for o in ran[:2]]
@@ -84,12 +87,60 @@ def test_a_deployment_that_breaks_an_slo_in_simulation_is_rejected_for_the_next_
     assert doc.simulation is not None and doc.simulation.meets_slos is True
 
 
+def test_more_replicas_of_a_shape_that_breaks_an_slo_by_a_little(monkeypatch):
+    # The simulation says 10% more TTFT and TPOT than the queueing model at the model's replica
+    # count (so an SLO-bound deployment breaks its SLO), and the model's figures with more: the
+    # same shape with more replicas is a candidate, ranked by its cost against the next shapes.
+    ran = []
+
+    def run(spec, fabrics, o, traffic, quant, rate, engine):
+        ran.append(o)
+        f = 1.1 if o.limit != "discrete-event check" else 1.0
+        p = o.point
+        return SimpleNamespace(requests=1800, ttft_p50=p.ttft_p50, ttft_p99=p.ttft_p99 * f, tpot_p50=p.tpot_p50,
+                               tpot_p99=p.tpot_p99 * f, tokens_per_s=p.tokens_per_s, mean_batch=p.batch)
+    monkeypatch.setattr(serve_check, "simulate_option", run)
+    before = _plan(simulate=False).options
+    plan = _plan()
+    first = before[0]
+    assert first.limit in ("TTFT SLO", "TPOT SLO")       # 8B at 1000 req/s within 300/40 ms: the SLO binds
+    assert (ran[0].tp, ran[0].pp, ran[0].replicas) == (first.tp, first.pp, first.replicas)
+    more = [o for o in ran if o.limit == "discrete-event check"]
+    assert more
+    v = more[0]     # the same shape, more replicas, each at a lower load, costing in proportion
+    assert (v.hardware, v.tp, v.pp) == (first.hardware, first.tp, first.pp) and v.replicas > first.replicas
+    assert v.replicas <= first.replicas * serve_check.MAX_REPLICA_SCALE
+    assert v.usd_per_hour == pytest.approx(first.usd_per_hour * v.replicas / first.replicas)
+    assert v.per_replica_rate == pytest.approx(1000 / v.replicas) and v.point.rate == pytest.approx(1000 / v.replicas)
+    assert "discrete-event check" in v.binding
+    assert plan.search.checks.passed and plan.best is ran[-1]
+    assert [_key(o) for o in ran] == sorted(_key(o) for o in ran)
+    # The recommendation is the cheapest candidate that passed: every ranked deployment not
+    # simulated costs at least as much.
+    assert all(_key(plan.best) <= _key(o) for o in before if o not in ran)
+
+
+def test_more_replicas_only_where_the_p99_falls_with_the_load():
+    plan = _plan(simulate=False)
+    o = plan.options[0]
+    assert o.point.tpot_p99 is not None
+    args = (plan.spec, plan.fabrics, o, o)
+    # A little over the SLO: a few more replicas bring the model's p99 (times the ratio) under it.
+    near = SimpleNamespace(ttft_p99=o.point.ttft_p99, tpot_p99=0.0405)
+    v = serve_check.more_replicas(*args, near, plan.traffic, plan.quant, 1000, None, None, 0.04)
+    assert v is not None and o.replicas < v.replicas <= 2 * o.replicas and v.point.tpot_p99 is not None
+    assert v.point.tpot_p99 * 0.0405 / o.point.tpot_p99 <= 0.04
+    # Far over: no replica count up to 2x brings it under (the light-load p99 is the floor).
+    far = SimpleNamespace(ttft_p99=o.point.ttft_p99, tpot_p99=o.point.tpot_p99 * 100)
+    assert serve_check.more_replicas(*args, far, plan.traffic, plan.quant, 1000, None, None, 0.04) is None
+
+
 def test_when_no_deployment_passes_the_gap_is_reported(monkeypatch):
     run, ran = _fake_sim(lambda o, n: 1.5 + n / 10)     # every one breaks; the first is the closest
     monkeypatch.setattr(serve_check, "simulate_option", run)
     before = _plan(simulate=False).options
     plan = _plan()
-    assert len(ran) == min(serve_check.MAX_CHECKS, len(before))
+    assert len(ran) <= serve_check.MAX_CHECKS and ran[0] is not None
     # The ranking stays the queueing model's, flagged.
     assert [(o.hardware, o.tp, o.pp) for o in plan.options] == [(o.hardware, o.tp, o.pp) for o in before]
     doc = plan.document()
@@ -185,4 +236,4 @@ def test_at_most_max_checks_simulations():
     checks = serve_check.check(None, [], ServeSearch(list(opts)), None, None, 1.0, None, 0.3, None, max_checks=3,
                                simulate=run)
     assert ran == opts[:3] and not checks.passed
-    assert "17 costlier deployments not simulated (at most 3 are)" in checks.summary()
+    assert "17 costlier deployments not simulated (at most 3 runs)" in checks.summary()

@@ -2,12 +2,18 @@
 
 The search ranks deployments with the queueing model (model/serving/queueing.py); its p99s
 are approximations, and the batcher simulation (model/serving/batcher_sim.py) of one replica
-at its share of the rate can break an SLO the model said was met. The check walks the ranked
-deployments cheapest first, simulates one replica of each, and stops at the first that meets
-every SLO given: that one is recommended, the ones before it are rejected with the simulated
-p99 that broke the SLO. It simulates at most MAX_CHECKS deployments (each run is 0.2-0.5 s of
-CPU); when none of them passes, the recommendation stays the search's cheapest, flagged, and
-the gap (the closest deployment and by how much it misses) is reported.
+at its share of the rate can break an SLO the model said was met. The check simulates
+candidates cheapest first and stops at the first that meets every SLO given: that one is
+recommended, the ones before it are rejected with the simulated p99 that broke the SLO.
+The candidates are the ranked deployments and, for each that breaks an SLO, the same shape
+with more replicas (each at a lower share of the rate): the fewest at which the queueing
+model's p99s, scaled by the simulated/model ratio just seen, meet the SLOs (up to
+MAX_REPLICA_SCALE times what the queueing model asked for; none when the p99 does not fall
+with the load), ranked among them by cost: more replicas of a cheap shape often cost less
+than the next shape. It simulates at most
+MAX_CHECKS candidates (each run is 0.2-0.5 s of CPU); when none of them passes, the
+recommendation stays the search's cheapest, flagged, and the gap (the closest deployment and
+by how much it misses) is reported.
 
 A CPU deployment cannot be checked (the batcher simulation models GPUs only): it is skipped,
 recorded as "not simulated", and neither recommended nor rejected by the check.
@@ -15,6 +21,8 @@ recorded as "not simulated", and neither recommended nor rejected by the check.
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,6 +30,11 @@ from gpucluster.plan.serve_search import Option, Rejected, ServeSearch
 
 # The most deployments the check simulates, cheapest first (each run: 2,000 requests).
 MAX_CHECKS = 8
+# A deployment that breaks an SLO in simulation is tried again with more replicas (each at a lower
+# share of the rate), in steps of 10%, up to 2x what the queueing model asked for: past that the
+# next shape is the better bet, and each try costs a run.
+REPLICA_STEP = 1.1
+MAX_REPLICA_SCALE = 2.0
 SIM_REQUESTS = 2000
 SIM_SEED = 0
 
@@ -58,6 +71,7 @@ class SimChecks:
     options_total: int                        # deployments the search ranked (the check's candidates)
     slo_ttft_s: float | None
     slo_tpot_s: float | None
+    not_reached: int = 0                      # ranked deployments never simulated (the limit came first)
 
     @property
     def passed(self) -> bool:
@@ -84,9 +98,9 @@ class SimChecks:
                     f"{'were' if k > 1 else 'was'} rejected; the recommended one is the cheapest that passes")
         c = self.closest
         gap = (f"; the closest, {_name(c.option)}, {c.verdict} ({c.over:.2f}x the SLO)" if c is not None else "")
-        left = self.options_total - len(self.checks)
+        left = self.not_reached
         more = (f"; {left} costlier deployment{'s' if left > 1 else ''} not simulated (at most {self.max_checks} "
-                "are)") if left > 0 else ""
+                "runs)") if left > 0 else ""
         return (f"NO deployment checked meets the SLOs in the discrete-event check ({n} simulated){gap}{more}: "
                 "the recommendation below is the queueing model's and breaks the SLOs in simulation")
 
@@ -101,13 +115,11 @@ def simulate_option(spec: Any, fabrics: list[Any], option: Option, traffic: Any,
     """A discrete-event run of one replica of `option` at its share of the rate; None for a CPU
     deployment (the batcher simulation models GPUs only)."""
     from gpucluster.model.serving.batcher_sim import simulate as run_sim
-    from gpucluster.model.serving.queueing import StepModel, Traffic
-    from gpucluster.model.serving.step_time import Replica
+    from gpucluster.model.serving.queueing import Traffic
 
-    fab = next((f for f in fabrics if f.gpu_name == option.hardware), None)
-    if fab is None:
+    step = _step(spec, fabrics, option, quant, engine)
+    if step is None:
         return None
-    step = StepModel(Replica(spec, fab, option.tp, option.pp, quant, engine))
     per = Traffic(rate / option.replicas, traffic.input, traffic.output)
     return run_sim(step, per, option.max_batch, requests=SIM_REQUESTS, seed=SIM_SEED)
 
@@ -124,23 +136,81 @@ def judge(option: Option, sim: Any, slo_ttft_s: float | None, slo_tpot_s: float 
     return SimCheck(option, sim, [text for r, text in ratios if r > 1], ratios[0][0] if ratios else 0.0)
 
 
+def _cost_key(o: Option) -> tuple[float, float]:
+    """The search's ranking key (serve_search.search): rented $/hour, then TTFT p99."""
+    return (o.usd_per_hour if o.usd_per_hour is not None else math.inf, o.point.ttft_p99)
+
+
+def _step(spec: Any, fabrics: list[Any], option: Option, quant: Any, engine: str | None) -> Any:
+    from gpucluster.model.serving.queueing import StepModel
+    from gpucluster.model.serving.step_time import Replica
+
+    fab = next((f for f in fabrics if f.gpu_name == option.hardware), None)
+    return None if fab is None else StepModel(Replica(spec, fab, option.tp, option.pp, quant, engine))
+
+
+def more_replicas(spec: Any, fabrics: list[Any], option: Option, base: Option, sim: Any, traffic: Any,
+                  quant: Any, rate: float, engine: str | None, slo_ttft_s: float | None,
+                  slo_tpot_s: float | None) -> Option | None:
+    """`option`'s shape with the fewest more replicas (steps of REPLICA_STEP, up to
+    MAX_REPLICA_SCALE times what the queueing model asked for: `base`) at which the queueing
+    model's p99s, times the simulated/model ratio seen at `option`'s load, meet the SLOs the
+    simulation broke; None when no count does (a p99 that does not fall with the load: prefill of
+    long prompts, not queueing) or for a CPU deployment."""
+    from gpucluster.model.serving.queueing import Traffic, analyze
+
+    step = _step(spec, fabrics, option, quant, engine)
+    if step is None:
+        return None
+    broken = [(attr, slo, getattr(sim, attr) / getattr(option.point, attr))
+              for attr, slo in (("ttft_p99", slo_ttft_s), ("tpot_p99", slo_tpot_s))
+              if slo is not None and getattr(sim, attr) is not None and getattr(sim, attr) > slo
+              and getattr(option.point, attr)]
+    replicas = option.replicas
+    while broken:
+        replicas = max(replicas + 1, math.ceil(replicas * REPLICA_STEP))
+        if replicas > base.replicas * MAX_REPLICA_SCALE:
+            return None
+        point = analyze(step, Traffic(rate / replicas, traffic.input, traffic.output), option.max_batch)
+        if all((getattr(point, attr) or math.inf) * ratio <= slo for attr, slo, ratio in broken):
+            scale = replicas / option.replicas
+            return dataclasses.replace(
+                option, replicas=replicas, point=point, per_replica_rate=rate / replicas,
+                limit="discrete-event check",
+                binding=(f"SLO in the discrete-event check ({replicas:,} replicas where the queueing model's "
+                         f"SLOs allow {base.replicas:,})"),
+                usd_per_hour=None if option.usd_per_hour is None else option.usd_per_hour * scale,
+                own_usd_per_hour=None if option.own_usd_per_hour is None else option.own_usd_per_hour * scale)
+    return None
+
+
 def check(spec: Any, fabrics: list[Any], result: ServeSearch, traffic: Any, quant: Any, rate: float,
           engine: str | None, slo_ttft_s: float | None, slo_tpot_s: float | None,
           max_checks: int = MAX_CHECKS, simulate: Any = None) -> SimChecks:
-    """Simulate the ranked deployments cheapest first until one meets the SLOs (at most
-    `max_checks` simulations). `simulate` replaces simulate_option (tests)."""
+    """Simulate deployments cheapest first until one meets the SLOs (at most `max_checks`
+    simulations). The candidates are the ranked deployments and, for each that breaks an SLO in
+    simulation, the same shape with REPLICA_STEP times the replicas (a lower load per replica),
+    ranked among them by cost. `simulate` replaces simulate_option (tests)."""
     run = simulate or simulate_option
     checks: list[SimCheck] = []
     chosen = None
-    for o in result.options:
-        if sum(c.simulated for c in checks) >= max_checks:
-            break
+    pool = [(o, o) for o in result.options]            # (candidate, the ranked deployment it came from)
+    reached = 0
+    while pool and sum(c.simulated for c in checks) < max_checks:
+        o, base = pool.pop(0)
+        reached += o is base
         c = judge(o, run(spec, fabrics, o, traffic, quant, rate, engine), slo_ttft_s, slo_tpot_s)
         checks.append(c)
         if c.passed:
             chosen = o
             break
-    return SimChecks(checks, chosen, max_checks, len(result.options), slo_ttft_s, slo_tpot_s)
+        v = more_replicas(spec, fabrics, o, base, c.sim, traffic, quant, rate, engine, slo_ttft_s,
+                          slo_tpot_s) if c.simulated else None
+        if v is not None:
+            at = next((i for i, (p, _) in enumerate(pool) if _cost_key(p) > _cost_key(v)), len(pool))
+            pool.insert(at, (v, base))
+    return SimChecks(checks, chosen, max_checks, len(result.options), slo_ttft_s, slo_tpot_s,
+                     len(result.options) - reached)
 
 
 def apply(result: ServeSearch, checks: SimChecks) -> None:
