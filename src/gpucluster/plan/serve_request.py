@@ -5,6 +5,8 @@ API share.
     import gpucluster
     plan = gpucluster.plan_serve("llama3-70b", rate=1000, gpu="H100:8", slo_ttft="500ms", precision="fp8")
     plan.best.replicas, plan.best.gpus, plan.best.usd_per_mtok(plan.rate, plan.output_tokens)
+    plan.best.usd_per_mtok_in_out(plan.rate, plan.request["input"], plan.output_tokens)
+    gpucluster.plan_serve(..., simulate=True).checks.passed    # the discrete-event check met the SLOs
     plan.document().best.operating_point.ttft_p99_s
 """
 
@@ -69,7 +71,11 @@ def _per_second(rate: float) -> float:
 @dataclass
 class ServePlan:
     """What `plan serve` found: the ranked deployments (`search`), the request as resolved
-    (`request`, the JSON document's `request`), and the discrete-event check when asked for."""
+    (`request`, the JSON document's `request`), and with simulate=True the discrete-event check
+    (`checks`: the deployments simulated, cheapest first, until one meets the SLOs; `simulation`:
+    the run of the recommended one). A deployment that breaks an SLO in simulation is not
+    recommended; when none checked passes, `checks.passed` is False and `checks.summary()` says
+    by how much the closest misses."""
     search: ServeSearch
     request: dict[str, Any]
     simulation: Any
@@ -86,6 +92,12 @@ class ServePlan:
     @property
     def options(self) -> list[Option]:
         return self.search.options
+
+    @property
+    def checks(self) -> Any:
+        """With simulate=True, the discrete-event check of the ranked deployments
+        (plan/serve_check.py SimChecks: .passed, .summary(), .checks); else None."""
+        return self.search.checks
 
     @property
     def rate(self) -> float:
@@ -192,27 +204,21 @@ def plan_serve(model: str | Any, rate: str | float, *, gpu: str | None = None, c
                     max_batch=max_batch, max_gpus_per_replica=max_replica, cpus=cpus, engine=named)
     if result.best is None:
         raise nothing_fits(spec, result, ttft, tpot, max_replica)
-    sim = _simulate(spec, fabrics, result.best, traffic, quant, req_rate, named) if simulate else None
+    sim = None
+    if simulate:
+        from gpucluster.plan import serve_check
+
+        checks = serve_check.check(spec, fabrics, result, traffic, quant, req_rate, named, ttft, tpot)
+        serve_check.apply(result, checks)
+        # The check of the recommended deployment (the one that passed; else the cheapest, flagged).
+        sim = next((c.sim for c in checks.checks if c.option is result.best), None)
     request: dict[str, Any] = {
         "model": spec.name or (model if isinstance(model, str) else "model"), "rate": req_rate, "input": input_tokens,
         "output": output_tokens, "lengths": lengths, "slo_ttft_s": ttft, "slo_tpot_s": tpot, "weights": precision,
-        "kv": kv, "engine": named, "target": target.description, "gpus_per_node": target.fabric.gpus_per_node, "nodes": nodes}
+        "kv": kv, "engine": named, "target": target.description, "gpus_per_node": target.fabric.gpus_per_node, "nodes": nodes,
+        "requested_hardware": target.fabric.gpu_name,
+        "compared": [f.gpu_name for f in fabrics[1:]] + [f"{sockets} x {c.name}" for c, sockets in cpus]}
     return ServePlan(result, request, sim, spec, fabrics, traffic, quant)
-
-
-def _simulate(spec: Any, fabrics: list[Any], best: Any, traffic: Any, quant: Any, rate: float,
-              engine: str | None = None) -> Any:
-    """A discrete-event run of one replica of the best deployment at its share of the rate."""
-    from gpucluster.model.serving.batcher_sim import simulate as run_sim
-    from gpucluster.model.serving.queueing import StepModel, Traffic
-    from gpucluster.model.serving.step_time import Replica
-
-    fab = next((f for f in fabrics if f.gpu_name == best.hardware), None)
-    if fab is None:         # a CPU deployment: the batcher simulation models GPUs only
-        return None
-    step = StepModel(Replica(spec, fab, best.tp, best.pp, quant, engine))
-    per = Traffic(rate / best.replicas, traffic.input, traffic.output)
-    return run_sim(step, per, best.max_batch, requests=2000, seed=0)
 
 
 def nothing_fits(spec: Any, result: Any, ttft: float | None, tpot: float | None, max_replica: int) -> UserError:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from gpucluster.catalog.models import Cpu
 from gpucluster.model.cost import usd_per_million_tokens
@@ -73,6 +74,16 @@ class Option:
             return None
         return usd_per_million_tokens(usd / self.gpus, self.gpus, rate * output_tokens)
 
+    def usd_per_mtok_in_out(self, rate: float, input_tokens: float, output_tokens: float,
+                            own: bool = False) -> float | None:
+        """$ per million tokens in and out: $/hour / (rate x (input + output) tokens x 3600) x 1e6,
+        the basis of APIs that bill prompt and output tokens alike (a prompt token costs far less
+        compute than an output token: this figure is lower than usd_per_mtok, not a discount)."""
+        usd = self.own_usd_per_hour if own else self.usd_per_hour
+        if usd is None:
+            return None
+        return usd_per_million_tokens(usd / self.gpus, self.gpus, rate * (input_tokens + output_tokens))
+
 
 @dataclass
 class Rejected:
@@ -88,10 +99,28 @@ class Rejected:
 class ServeSearch:
     options: list[Option]
     rejected: list[Rejected] = field(default_factory=list)
+    checks: Any = None                 # plan/serve_check.py SimChecks, with --simulate
 
     @property
     def best(self) -> Option | None:
         return self.options[0] if self.options else None
+
+    def best_per_hardware(self, names: Iterable[str]) -> list[tuple[str, Option | None, str]]:
+        """The cheapest deployment of each hardware type searched (GPU or CPU node, in the order
+        given), or None and why none is left (the rejected shapes' reasons, counted)."""
+        out: list[tuple[str, Option | None, str]] = []
+        for name in names:
+            o = next((o for o in self.options if o.hardware == name), None)
+            if o is not None:
+                out.append((name, o, ""))
+                continue
+            counts: dict[str, int] = {}
+            for r in self.rejected:
+                if r.hardware == name:
+                    counts[r.reason] = counts.get(r.reason, 0) + 1
+            why = "; ".join(f"{reason} ({n} shape{'s' if n > 1 else ''})" for reason, n in counts.items())
+            out.append((name, None, f"no deployment: {why}" if why else "no deployment"))
+        return out
 
 
 def _tp_choices(spec: TransformerSpec, domain: int) -> list[int]:
@@ -199,3 +228,20 @@ def search(spec: TransformerSpec, fabrics: Iterable[TrainingFabric], rate: float
     options.sort(key=lambda o: (o.usd_per_hour if o.usd_per_hour is not None else math.inf,
                                 o.point.ttft_p99))
     return ServeSearch(options, rejected)
+
+
+def hardware_names(request: dict[str, Any], result: Any) -> list[str]:
+    """The hardware types searched, the requested first; from the options when the request
+    does not name them (a document built from a bare search)."""
+    names = ([request["requested_hardware"]] if request.get("requested_hardware") else []) + list(
+        request.get("compared", []))
+    for o in result.options:
+        if o.hardware not in names:
+            names.append(o.hardware)
+    return names
+
+
+def verdicts(result: Any) -> dict[int, str]:
+    """The discrete-event check's verdict of each deployment it ran on (by id of the option)."""
+    checks = getattr(result, "checks", None)
+    return {} if checks is None else {id(c.option): c.verdict for c in checks.checks}

@@ -182,9 +182,10 @@ def _serving_curve(best: Any, spec: Any, fabrics: list, traffic: Any, quant: Any
 
 def serve_report(result: Any, meta: dict[str, Any], sim: Any, *, spec: Any, fabrics: list, traffic: Any,
                  quant: Any) -> Report:
-    from gpucluster.report import figures as F
-
+    from gpucluster.documents.plan_serve import USD_PER_MTOK, USD_PER_MTOK_IN_OUT
     from gpucluster.plan.confidence import serving_intervals
+    from gpucluster.report import figures as F
+    from gpucluster.report import serve_tables as ST
 
     rate, out = meta["rate"], meta["output"]
     b = result.best
@@ -212,6 +213,9 @@ def serve_report(result: Any, meta: dict[str, Any], sim: Any, *, spec: Any, fabr
         band = (f"; {pct} interval ${iv['usd_per_mtok'].lo:.3f}-${iv['usd_per_mtok'].hi:.3f}"
                 if "usd_per_mtok" in iv else "")
         facts.append(("cost", f"${mtok:.3f} per million output tokens (${b.usd_per_hour:,.0f}/hour{band})"))
+    mio = b.usd_per_mtok_in_out(rate, meta["input"], out)
+    if mio is not None:
+        facts.append(("cost, input + output", f"${mio:.3f} per million input + output tokens"))
     curve = _serving_curve(b, spec, fabrics, traffic, quant)
     opts = [{"name": f"{o.hardware} {'CPU' if o.hardware[0].isdigit() else f'TP{o.tp}xPP{o.pp}'}",
              "usd_per_mtok": o.usd_per_mtok(rate, out), "gpus": o.gpus, "ttft_p99_s": o.point.ttft_p99}
@@ -231,18 +235,29 @@ def serve_report(result: Any, meta: dict[str, Any], sim: Any, *, spec: Any, fabr
                      o.max_batch, round(o.per_replica_rate, 2), round(o.point.ttft_p99 * 1e3, 1),
                      "-" if o.point.tpot_p99 is None else round(o.point.tpot_p99 * 1e3, 1),
                      "-" if m is None else round(m, 3),
-                     "-" if oi is None else f"{oi.lo:.3f}-{oi.hi:.3f}" + (" (within #1's)" if tie else ""), o.binding])
+                     "-" if oi is None else f"{oi.lo:.3f}-{oi.hi:.3f}" + (" (within #1's)" if tie else ""),
+                     "-" if (mio := o.usd_per_mtok_in_out(rate, meta["input"], out)) is None else round(mio, 3),
+                     o.binding])
     table = Table("Deployments within the SLOs (cheapest first)",
                   ["hardware", "shape", "replicas", "GPUs", "max batch", "req/s per replica", "TTFT p99 (ms)",
-                   "TPOT p99 (ms)", "$ per M tokens", f"{pct} $ per M tokens", "binds"], rows,
+                   "TPOT p99 (ms)", "$ per M tokens (output)", f"{pct} $ per M tokens (output)",
+                   "$ per M input + output tokens", "binds"], rows,
                   note=(f"{ties} alternative(s) cost within the recommended deployment's {pct} interval: the model's "
                         "accuracy cannot rank them" if ties else ""))
     slo = [f"TTFT p99 <= {meta['slo_ttft_s'] * 1e3:g} ms"] if meta["slo_ttft_s"] else []
     slo += [f"TPOT p99 <= {meta['slo_tpot_s'] * 1e3:g} ms"] if meta["slo_tpot_s"] else []
     conclusions = [f"Serve with {b.replicas:,} replica(s) of {b.hardware} {shape}; what binds: {b.binding}."]
+    checks = getattr(result, "checks", None)
+    if checks is not None:
+        line = f"Discrete-event check: {checks.summary()}."
+        if checks.passed:
+            conclusions.append(line)
+        else:
+            conclusions.insert(0, line)     # the recommendation breaks the SLOs in simulation: read first
     if sim is not None:
         conclusions.append(f"A discrete-event run of one replica ({sim.requests} requests) gives TTFT p99 "
                            f"{sim.ttft_p99 * 1e3:,.0f} ms (the queueing model: {p.ttft_p99 * 1e3:,.0f} ms).")
+    tables = [table] + [x for x in (ST.per_hardware(result, meta), ST.simulation_checks(result, meta)) if x is not None]
     notes = [f"traffic: {meta['input']} prompt + {out} output tokens per request, {meta['lengths']} lengths, "
              "Poisson arrivals", f"weights {meta['weights']}, KV cache {meta['kv']}",
              f"serving efficiency {b.efficiency[0]:g}: {b.efficiency[1]}",
@@ -252,10 +267,16 @@ def serve_report(result: Any, meta: dict[str, Any], sim: Any, *, spec: Any, fabr
              + " (catalog/data/intervals.yaml; the cost scales as the replicas the capacity interval needs)"]
     if b.price_source:
         notes.append(f"price: {b.price_source}")
+    notes += [f"cost formulas: {USD_PER_MTOK}; {USD_PER_MTOK_IN_OUT}"]
+    requested = meta.get("requested_hardware")
+    which = "requested" if requested in (None, b.hardware) else "compared"
+    compared = [c for c in meta.get("compared", []) if c != b.hardware]
     return Report(title=f"Serving plan: {meta['model']} at {rate:,.0f} requests/s",
-                  subtitle=f"{b.replicas:,} x {b.hardware} {shape} = {b.gpus:,} processors (node type searched: "
-                           f"{meta['target']}); SLO: {', '.join(slo) or 'none'}", facts=facts,
-                  conclusions=conclusions, figures=figures, tables=[table], notes=notes)
+                  subtitle=f"{b.replicas:,} x {b.hardware} {shape} = {b.gpus:,} processors, on {b.hardware} "
+                           f"({which}; requested: {meta['target']}"
+                           + (f"; also compared: {', '.join(compared)}" if compared else "")
+                           + f"); SLO: {', '.join(slo) or 'none'}", facts=facts,
+                  conclusions=conclusions, figures=figures, tables=tables, notes=notes)
 
 
 def write_serve_report(result: Any, meta: dict[str, Any], sim: Any, path: str, **kw: Any) -> None:
