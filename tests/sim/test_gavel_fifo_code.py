@@ -68,7 +68,8 @@ def test_the_event_simulator_offers_it() -> None:
     reg = load_policies()
     assert reg.canonical("gavel_fifo_code") == "gavel_fifo_code"
     assert reg.canonical("fifo-gavel-code") == "gavel_fifo_code"
-    assert "name order" in reg.get("gavel_fifo_code").summary
+    summary = reg.get("gavel_fifo_code").summary
+    assert "name order" in summary and "room for the gang" in summary and "completed job's type" in summary
 
 
 def _p(ids: list[int], scales: list[int], cap: list[int], T: list[list[float]] | None = None) -> Problem:
