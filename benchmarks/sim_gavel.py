@@ -11,9 +11,10 @@ printed beside ours with the ratio. `--json` prints one object per (trace, polic
 trace, policy, jobs, mean_jct_h, makespan_h, utilization, cpu_s (+ finished, rounds,
 solves, switches, usd = GPU-hours held x USD per GPU-hour of the type). cpu_s is this
 process's CPU time for the run (reading the trace and importing scipy's HiGHS excluded).
-`fifo_gavel_code` is the agnostic FIFO as Gavel's code places a new job (the last type, in
-name order, with a free GPU; `fifo` draws one at random): Gavel's FIFO figures are compared
-with both. Other policies:
+`fifo_gavel_code` is the agnostic FIFO as Gavel's code places jobs (a completed job's type
+to the head of the queue, then the last type, in name order, with room for the gang; `fifo`
+draws a type with a free GPU at random): Gavel's FIFO figures are compared with both. Other
+policies:
 finish_time_fairness(_perf), throughput_per_dollar_perf (prices: --prices, else the
 catalog's rental prices of the table's GPUs), max_min_fairness_packed (space sharing: pairs
 of jobs on one GPU with the table's packed throughputs, sim/rounds/packed_engine.py; adds

@@ -115,7 +115,8 @@ def _trace(rng: np.random.Generator, n: int):
     return arr, sc, steps, T, cap
 
 
-@pytest.mark.parametrize("policy", ["max_min_fairness_perf", "max_min_fairness", "fifo", "fifo_perf"])
+@pytest.mark.parametrize("policy", ["max_min_fairness_perf", "max_min_fairness", "fifo", "fifo_perf",
+                                    "fifo_gavel_code"])
 @pytest.mark.parametrize("round_s, switch_s", [(360.0, 0.0), (360.0, 30.0), (250.3, 7.1)])
 def test_engine_equals_the_round_by_round_reference(policy, round_s, switch_s):
     rng = np.random.default_rng([sum(map(ord, policy)), int(round_s * 4), int(switch_s * 4)])

@@ -146,3 +146,34 @@ def test_equal_goodput_is_not_ranked() -> None:
     out = conclusions({"a": _fake(10, 0.9, 0.984), "b": _fake(10, 0.8, 0.9841)}, {"a": [3600.0], "b": [7200.0]})
     assert any(c.startswith("Goodput is 98.4% under every policy") for c in out)
     assert not any("wastes the least" in c for c in out)
+
+
+def test_equal_mean_completion_time_is_not_ranked() -> None:
+    from gpucluster.report.ops_report import conclusions
+    # 9.1 h and 9.1 h as the table prints them (seconds apart): neither "completes jobs soonest"
+    out = conclusions({"a": _fake(10, 0.9, 0.8), "b": _fake(10, 0.8, 0.99), "c": _fake(10, 0.7, 0.9)},
+                      {"a": [32761.0], "b": [32760.0], "c": [72000.0]})
+    assert out[0].startswith("Mean completion time is 9.1 h under b, a (10 completed jobs each)")
+    assert "c 20.0 h (10)" in out[0]
+    assert not any("completes jobs soonest" in c for c in out)
+    # fewer jobs completed is not a tie, whatever the mean
+    out = conclusions({"a": _fake(10, 0.9, 0.8), "b": _fake(9, 0.8, 0.99)}, {"a": [32761.0], "b": [32760.0]})
+    assert out[0].startswith("a completes jobs soonest")
+
+
+def test_the_class_table_names_the_cause_of_its_restart_count(runs, capsys) -> None:
+    # time-sharing preempts and reloads jobs all the time while no failure restarts one: a column
+    # headed "restarts" that reads 0 beside them would say no job restarted
+    from gpucluster.cli.simulate_render import console, render_summary
+    s = runs["max_min_fairness"].summary
+    assert s["classes"]["philly"]["restarts"] == 0 and s["classes"]["philly"]["preemptions"] > 0
+    width = console.width
+    console.width = 200
+    try:
+        render_summary(s)
+    finally:
+        console.width = width
+    out = capsys.readouterr().out
+    head = next(line for line in out.splitlines() if "JCT mean" in line and "GPU-h" in line)
+    cols = [c.strip() for c in re.split(r"[┃│]", head) if c.strip()]
+    assert "restarts" not in cols and "failure restarts" in cols

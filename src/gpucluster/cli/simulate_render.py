@@ -103,7 +103,8 @@ def render_summary(s: dict[str, Any]) -> None:
                 "queued mean", "queued p99"):
         t.add_column(col, justify="left" if col in ("class", "kind") else "right")
     t2 = Table(title="Per job class: completion time and GPU time", title_justify="left")
-    for col in ("class", "JCT mean", "JCT p50", "JCT p99", "GPU-h", "restarts", "preemptions",
+    # "restarts" alone read 0 under time-sharing, where every preempted job reloads: name the cause
+    for col in ("class", "JCT mean", "JCT p50", "JCT p99", "GPU-h", "failure restarts", "preemptions",
                 "restart GPU-h failures / moves"):
         t2.add_column(col, justify="left" if col == "class" else "right")
     for name, k in s["classes"].items():

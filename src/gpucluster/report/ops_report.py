@@ -208,10 +208,19 @@ def conclusions(summaries: dict[str, dict[str, Any]], jcts: dict[str, list[float
         ranked = sorted(mean, key=lambda p: (-summaries[p]["jobs"]["completed"], mean[p]))
         if ranked:
             best = ranked[0]
+            done = summaries[best]["jobs"]["completed"]
+            # equal as the table prints them (same jobs completed, same mean): no ranking to give
+            tied = [p for p in ranked if summaries[p]["jobs"]["completed"] == done
+                    and format_duration(mean[p]) == format_duration(mean[best])]
             rest = ", ".join(f"{p} {format_duration(mean[p])} ({summaries[p]['jobs']['completed']:,})"
-                             for p in ranked[1:])
-            out.append(f"{best} completes jobs soonest: mean completion time {format_duration(mean[best])} over "
-                       f"{summaries[best]['jobs']['completed']:,} completed jobs" + (f"; {rest}" if rest else ""))
+                             for p in ranked[len(tied):])
+            if len(tied) > 1:
+                out.append(f"Mean completion time is {format_duration(mean[best])} under {', '.join(tied)} "
+                           f"({done:,} completed jobs each): none completes jobs sooner"
+                           + (f"; {rest}" if rest else ""))
+            else:
+                out.append(f"{best} completes jobs soonest: mean completion time {format_duration(mean[best])} over "
+                           f"{done:,} completed jobs" + (f"; {rest}" if rest else ""))
             fastest = min(mean, key=lambda p: mean[p])
             if fastest != best:
                 out.append(f"{fastest} has a lower mean ({format_duration(mean[fastest])}) but completes fewer jobs "

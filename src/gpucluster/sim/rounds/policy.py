@@ -160,8 +160,8 @@ _POLICIES = [
     ("gavel_fifo", "fifo", ("fifo-agnostic",),
      "Gavel's agnostic FIFO (a random type per job, kept), 360 s rounds"),
     ("gavel_fifo_code", "fifo_gavel_code", ("fifo-gavel-code",),
-     "Gavel's agnostic FIFO as its code places jobs: the last type in name order with a free GPU, kept; "
-     "360 s rounds"),
+     "Gavel's agnostic FIFO as its code places jobs: a completed job's type to the head of the queue, "
+     "else the last type in name order with room for the gang, kept; 360 s rounds"),
     ("finish_time_fairness_perf", "finish_time_fairness_perf", ("themis-perf",),
      "finish-time fairness (Themis, as in Gavel), heterogeneity-aware, bisection over LPs"),
     ("finish_time_fairness", "finish_time_fairness", ("themis",),
