@@ -142,3 +142,13 @@ def test_a_sweep_row_is_flagged_whatever_it_keeps(tmp_path):
     table = report.tables[0]
     assert table.columns[-1] == "flags" and table.rows[0][-1] == row["flags"][0] and table.rows[1][-1] == ""
     assert report.conclusions[0].startswith("1 of 2 tasks are flagged")
+
+
+def test_the_advice_never_calls_a_flagged_plan_used_well():
+    from gpucluster.plan.train_request import plan_train
+
+    plan = plan_train("llama3-70b", cluster=str(ROOT / "examples/h200-256-ndr400.yaml"), tokens="2T")
+    assert plan.best.mfu > H100_BF16
+    assert plan.advice.term == "compute"   # the advice that used to speak of a well-used cluster
+    assert "used well" not in plan.advice.text
+    assert "above the best published run on H100-SXM5-80GB" in plan.advice.text

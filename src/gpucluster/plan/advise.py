@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpucluster.model.training.step import Estimate
+from gpucluster.plan.mfu_reference import mfu_reference
 from gpucluster.plan.fabric_from import PlanTarget, with_network
 from gpucluster.specs.workload import TransformerSpec
 
@@ -43,6 +44,12 @@ def advise(spec: TransformerSpec, est: Estimate, target: PlanTarget, seq_len: in
     share = terms["compute"] / step
     text = (f"compute is {100 * share:.0f}% of the step and MFU is {100 * est.mfu:.0f}%: the cluster is used well; "
             "more speed needs faster GPUs or lower precision")
+    ref = mfu_reference(target.fabric.gpu_name, est.layout.precision)
+    if ref is not None and est.mfu > ref.value + ref.margin:
+        # Never call a plan "used well" on an MFU no published run has reached on this chip or its sibling.
+        text = (f"compute is {100 * share:.0f}% of the step and MFU is {100 * est.mfu:.0f}%, above the best published "
+                f"run on {ref.from_gpu} ({100 * ref.value:.0f}%): the estimate may be optimistic here; read it as "
+                "an upper bound until a run on this cluster confirms it")
     if est.layout.recompute != "none":
         text = (f"compute is {100 * share:.0f}% of the step, of which recompute ({est.layout.recompute}) is pure "
                 f"overhead forced by memory ({est.memory.total / 2**30:.0f} GiB of {est.memory.capacity / 2**30:.0f}): "
