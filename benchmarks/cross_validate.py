@@ -5,8 +5,8 @@ fraction per precision (catalog `efficiency.sustained_fraction`) and the host's 
 per kernel (`kernels.HOST_S_PER_KERNEL`). For each source in the files (a paper, a
 vendor's performance page, an artifact: the `source` string up to its first comma),
 both are fitted on every *other* source and the left-out source is predicted. A chip
-and precision with no run in the other sources falls back to the documented default
-(compute.DEFAULT_SUSTAINED), exactly as a chip nobody has published runs for would.
+and precision with no run in the other sources falls back as the shipped model does (its
+nearest sibling's fit, else the lowest fitted), exactly as a chip nobody has published runs for would.
 
     python benchmarks/cross_validate.py [FILE ...] [--json]
 
@@ -27,6 +27,7 @@ from typing import Any
 
 from gpucluster.model.training import compute, kernels, step
 from gpucluster.model.uncertainty import weighted_quantile
+from gpucluster.catalog.siblings import nearest
 from gpucluster.specs.validation_case import Case
 from gpucluster.validate.conventions import compared_metric
 from gpucluster.validate.predictors import Unsupported, fabric_for, section
@@ -61,10 +62,18 @@ def calibrated(sustained: dict[tuple[str, str], float] | None, host_s: float) ->
     original, host = compute.sustained, kernels.HOST_S_PER_KERNEL
 
     def fitted(gpu: str, precision: str) -> tuple[float, str]:
+        # The shipped fallback chain (compute.sustained) on the fitted values: the chip's own fit,
+        # else its nearest sibling's, else the lowest fitted on any chip.
         if sustained is None:
             return 1.0, "fit"
-        key = (compute.catalog.gpus.get(gpu).name, rate_key(precision))
-        return sustained.get(key, compute.DEFAULT_SUSTAINED), "fit"
+        chip = compute.catalog.gpus.get(gpu)
+        own = sustained.get((chip.name, rate_key(precision)))
+        if own is not None:
+            return own, "fit"
+        sib = nearest(chip, precision, lambda g: sustained.get((g.name, rate_key(precision))))
+        if sib is not None:
+            return sib[1], "fit"
+        return min(sustained.values(), default=compute.FALLBACK_SUSTAINED), "fit"
 
     compute.sustained = fitted  # type: ignore[assignment]
     kernels.HOST_S_PER_KERNEL = host_s

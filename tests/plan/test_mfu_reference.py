@@ -12,7 +12,8 @@ import pytest
 from gpucluster.catalog import catalog
 from gpucluster.model.training.layout import Layout
 from gpucluster.plan.confidence import confidence
-from gpucluster.plan.mfu_reference import MARGIN, mfu_reference, siblings
+from gpucluster.catalog.siblings import siblings
+from gpucluster.plan.mfu_reference import MARGIN, mfu_reference
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cli"))
 from tests_cli_helpers import run

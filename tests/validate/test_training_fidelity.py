@@ -7,7 +7,8 @@ import statistics
 from typing import Any
 
 
-from gpucluster.model.training.compute import DEFAULT_SUSTAINED, sustained
+from gpucluster.catalog import catalog
+from gpucluster.model.training.compute import FALLBACK_SUSTAINED, sustained
 from gpucluster.model.training.layout import Layout, problems
 from gpucluster.model.training.step import estimate
 from gpucluster.model.training.fabric import TrainingFabric
@@ -79,9 +80,18 @@ def test_a_stated_uneven_interleaved_layout_is_predicted_not_refused():
     assert predict_training(Case.model_validate(case))["iteration_s"] > 0   # 30 + 2 = 32 = 8 x 2 x 2
 
 
-def test_a_chip_without_its_own_published_runs_takes_the_documented_default():
-    value, why = sustained("H200-SXM-141GB", "fp8")   # H100's fit is not copied to H200
-    assert value == DEFAULT_SUSTAINED and "assumed" in why
+def test_a_chip_without_its_own_published_runs_borrows_its_sibling_and_says_so():
+    # H200 is H100's die: it takes H100's fitted fraction, labelled as borrowed, never a default above it.
+    for precision in ("bf16", "fp8"):
+        value, why = sustained("H200-SXM-141GB", precision)
+        assert value == sustained("H100-SXM5-80GB", precision)[0]
+        assert "sibling H100-SXM5-80GB" in why and "estimate" in why
+
+
+def test_a_chip_with_no_sibling_fit_takes_the_lowest_fitted_fraction():
+    fitted = [e.value for _, g in catalog.gpus.items() for e in g.efficiency.sustained_fraction.values()]
+    value, why = sustained("MI300X", "bf16")   # no CDNA3 chip has a fitted fraction
+    assert value == min(fitted) < FALLBACK_SUSTAINED and "lowest fraction fitted" in why
 
 
 def test_vtrain_single_node_public_cases_meet_the_target(shared_dir):

@@ -26,11 +26,11 @@ refusal.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from gpucluster.catalog import catalog
 from gpucluster.catalog.models import Gpu
+from gpucluster.catalog.siblings import nearest
 
 # Added to the reference before a plan is flagged; see the module docstring for why it is zero.
 MARGIN = 0.0
@@ -89,22 +89,6 @@ def _own(gpu: Gpu, precision: str) -> tuple[str, float, str] | None:
     return key, entry.value, gpu.sources[entry.source].title
 
 
-def _distance(gpu: Gpu, other: Gpu, precision: str) -> tuple[float, float, str]:
-    def log_ratio(a: float | None, b: float | None) -> float:
-        return abs(math.log(a / b)) if a and b else math.inf
-    mine, theirs = gpu.peak_tflops.get(precision), other.peak_tflops.get(precision)  # type: ignore[call-overload]
-    return (log_ratio(mine.value if mine else None, theirs.value if theirs else None),
-            log_ratio(gpu.memory.bandwidth_tbps.value, other.memory.bandwidth_tbps.value), other.name)
-
-
-def siblings(gpu: Gpu) -> list[Gpu]:
-    """Catalog GPUs of the same vendor and architecture, the chip itself (and its power-capped
-    variants) left out."""
-    base = gpu.name.split("@")[0]
-    return [g for name, g in catalog.gpus.items()
-            if name != base and g.vendor == gpu.vendor and g.architecture == gpu.architecture]
-
-
 def mfu_reference(gpu_name: str, precision: str) -> MfuReference | None:
     """The plausibility reference of an MFU on `gpu_name` at `precision`: the chip's own best
     published run, else its nearest validated sibling's (module docstring), else None."""
@@ -112,8 +96,8 @@ def mfu_reference(gpu_name: str, precision: str) -> MfuReference | None:
     own = _own(gpu, precision)
     if own is not None:
         return MfuReference(gpu.name, precision, own[1], gpu.name, own[0], own[2])
-    found = [(g, ref) for g in siblings(gpu) if (ref := _own(g, precision)) is not None]
-    if not found:
+    found = nearest(gpu, precision, lambda g: _own(g, precision))
+    if found is None:
         return None
-    sib, (key, value, source) = min(found, key=lambda f: _distance(gpu, f[0], precision))
+    sib, (key, value, source) = found
     return MfuReference(gpu.name, precision, value, sib.name, key, source)

@@ -13,7 +13,8 @@
   microbenchmarks (a power-capped chip under a full step's load); a per-chip,
   per-precision factor fitted on published training runs scales GEMM and
   attention throughput (benchmarks/cross_validate.py). Where a chip has none for
-  this precision, DEFAULT_SUSTAINED (an assumption, said so in the plan).
+  this precision, its nearest sibling's (same vendor and architecture), else the
+  lowest fitted on any chip (an assumption, said so in the plan).
 - Power cap (`power_cap_w`, catalog name `GPU@NNNW`): GEMM and attention throughput x the sustained
   clock the cap leaves (model/training/power.py, an estimate); memory-bound kernels keep their rate.
 - Element-wise kernels (norms, activation functions, dropout, residual adds):
@@ -28,6 +29,7 @@ from functools import cache
 
 from gpucluster.catalog import catalog
 from gpucluster.catalog.models import Gpu, Precision
+from gpucluster.catalog.siblings import nearest
 from gpucluster.model.training.power import clock_fraction
 
 # Tensor-core inputs: fp16 and bf16 run at the same rate on every chip in the catalog.
@@ -184,24 +186,46 @@ def gemm_curve(gpu_name: str, precision: str) -> GemmCurve:
     return GemmCurve(gpu.name, precision, peak, min(eff, 1.0) * sus * clock, t0, hbm_gbps(gpu), prov, _sms(gpu))
 
 
-# A chip with no published training run of its own at this precision: its microbenchmark
-# rate is not assumed sustained. 0.90 lies below every fitted value (A100 fp16, H100 fp8;
-# benchmarks/cross_validate.py) and the plan says it is an assumption.
-DEFAULT_SUSTAINED = 0.90
+# Where the catalog holds no fitted fraction at all (a stripped catalog): the microbenchmark rate
+# is not assumed sustained. Otherwise default_sustained() applies.
+FALLBACK_SUSTAINED = 0.90
+
+
+def _own_sustained(gpu: Gpu, precision: str) -> tuple[float, str] | None:
+    table = gpu.efficiency.sustained_fraction
+    key = precision if precision in table else _SAME_RATE.get(precision)
+    if key not in table:
+        return None
+    return table[key].value, gpu.sources[table[key].source].kind
 
 
 @cache
 def sustained(gpu_name: str, precision: str) -> tuple[float, str]:
-    """Fraction of microbenchmark throughput sustained in training, and where it comes from.
-    Only the chip's own published runs count (fp16 and bf16 run at one rate); nothing is
-    copied from another chip or another precision."""
+    """Fraction of microbenchmark throughput sustained in training, and where it comes from:
+    the chip's own published runs (fp16 and bf16 run at one rate); else its nearest sibling's
+    (same vendor and architecture, catalog/siblings.py: H200 and H800 take H100's, A100 40GB
+    A100 80GB's), labelled borrowed; else the lowest fraction fitted on any chip."""
     gpu = catalog.gpus.get(gpu_name)
-    table = gpu.efficiency.sustained_fraction
-    key = precision if precision in table else _SAME_RATE.get(precision)
-    if key in table:
-        return table[key].value, f"sustained in training ({gpu.sources[table[key].source].kind})"
-    return DEFAULT_SUSTAINED, (f"no published {precision} training run on {gpu.name}: "
-                               f"{DEFAULT_SUSTAINED:g} of the microbenchmark rate assumed (estimate)")
+    own = _own_sustained(gpu, precision)
+    if own is not None:
+        return own[0], f"sustained in training ({own[1]})"
+    found = nearest(gpu, precision, lambda g: _own_sustained(g, precision))
+    if found is not None:
+        sib, (value, _) = found
+        return value, (f"no published {precision} training run on {gpu.name}: its sibling {sib.name}'s "
+                       f"sustained fraction {value:g} (same vendor and architecture; estimate)")
+    value = default_sustained()
+    return value, (f"no published {precision} training run on {gpu.name} or a sibling: {value:g} of the "
+                   "microbenchmark rate assumed, the lowest fraction fitted on any chip (estimate)")
+
+
+@cache
+def default_sustained() -> float:
+    """A chip with no fitted fraction of its own or a sibling's: the lowest fitted on any chip and
+    precision, so that an unmeasured chip is never assumed to train closer to its microbenchmarks
+    than every measured one does (FALLBACK_SUSTAINED if nothing is fitted)."""
+    fitted = [e.value for _, g in catalog.gpus.items() for e in g.efficiency.sustained_fraction.values()]
+    return min(fitted, default=FALLBACK_SUSTAINED)
 
 
 @cache
