@@ -436,3 +436,16 @@ def rewrite(quoted: str, printed: str) -> str:
                 return next(new)
             return NUM.sub(swap, quoted)
     return quoted
+
+
+def fmt_like(quoted: str, actual: str) -> str:
+    """`actual` (a repr) with each number written with the decimals its quoted one used."""
+    qn, found = numbers(quoted), list(NUM.finditer(actual))
+    if len(qn) != len(found):
+        return actual
+    parts, last = [], 0
+    for (_, decimals), m in zip(qn, found, strict=True):
+        value = float(m.group(0).replace(",", ""))
+        parts += [actual[last:m.start()], f"{value:.{decimals}f}"]
+        last = m.end()
+    return "".join(parts) + actual[last:]

@@ -5,8 +5,9 @@
 Every line quoted in a ```console block gets the numbers its command prints now (the words must
 still match: a line whose words changed is listed, for a person to edit). `--integration` also
 runs the lines the integration tier runs (a sweep, `bench collective`, the benchmark scripts:
-minutes). Numbers quoted in prose and `# => VALUE` checks in python blocks are not rewritten:
-the ones that no longer match are listed with what the tool prints now. `--check` writes nothing
+minutes). A python block's `# => VALUE` gets what the expression returns now, written with the
+quoted decimals. Numbers quoted in prose are not rewritten: the ones that no longer match are
+listed, for a person to edit. `--check` writes nothing
 and exits 1 when anything would change (what tests/docs/test_docs.py asserts).
 
 Run it after a change to the model, the catalog or the output, then read the diff: a quoted
@@ -71,8 +72,14 @@ def refresh(doc: str, integration: bool, tmp: Path) -> tuple[list[str], list[str
             import gpucluster
             for block, k, expr, quoted, got in D.run_python(section, work, {"gpucluster": gpucluster}):
                 qn, pn = D.numbers(quoted), [x for x, _ in D.numbers(got)]
-                if len(qn) != len(pn) or not all(D.close(a, b) for a, b in zip(qn, pn, strict=True)):
-                    notes.append(f"{doc}:{block.line + 1 + k}: `{expr}` quotes {quoted}, now gives {got}")
+                if len(qn) == len(pn) and all(D.close(a, b) for a, b in zip(qn, pn, strict=True)):
+                    continue
+                where = block.line + k                  # 0-based index of the line in `lines`
+                if len(qn) == len(pn) and D.numbers(quoted) and "# =>" in lines[where]:
+                    head = lines[where][:lines[where].index("# =>") + 4]
+                    lines[where] = f"{head} {D.fmt_like(quoted, got)}"
+                else:
+                    notes.append(f"{doc}:{where + 1}: `{expr}` quotes {quoted}, now gives {got} (edit by hand)")
     return lines, notes
 
 
