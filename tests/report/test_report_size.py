@@ -13,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from gpucluster.report import html as H
@@ -83,6 +84,7 @@ def _cases(tmp: Path) -> dict[str, list[str]]:
     }
 
 
+@pytest.mark.slow
 def test_every_report_kind_is_small_and_offline(tmp_path):
     for name, args in _cases(tmp_path).items():
         out = tmp_path / f"{name}.html"
