@@ -7,7 +7,8 @@ still match: a line whose words changed is listed, for a person to edit). `--int
 runs the lines the integration tier runs (a sweep, `bench collective`, the benchmark scripts:
 minutes). A python block's `# => VALUE` gets what the expression returns now, written with the
 quoted decimals. Numbers quoted in prose are not rewritten: the ones that no longer match are
-listed, for a person to edit. `--check` writes nothing
+rewritten when they are written exactly as a quoted number of the same section that moved; the
+others that no longer match are listed, for a person to edit. `--check` writes nothing
 and exits 1 when anything would change (what tests/docs/test_docs.py asserts).
 
 Run it after a change to the model, the catalog or the output, then read the diff: a quoted
@@ -17,6 +18,8 @@ number that moved far is news for the prose around it.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import os
 import subprocess
 import sys
@@ -49,6 +52,7 @@ def refresh(doc: str, integration: bool, tmp: Path) -> tuple[list[str], list[str
     for n, section in enumerate(D.sections(doc)):
         work = D.workdir(tmp / f"{Path(doc).stem}-{n}", section)
         outputs = _outputs(section, work, integration)
+        moved: dict[str, set[str]] = {}                 # a quoted number as written -> as printed now
         for block in section.blocks:
             if block.lang != "console":
                 continue
@@ -60,17 +64,22 @@ def refresh(doc: str, integration: bool, tmp: Path) -> tuple[list[str], list[str
                     where = block.line + 1 + idx            # 1-based line of the quoted text
                     if verdict == "numbers" and printed is not None:
                         lines[where - 1] = D.rewrite(q, printed)
+                        for a, b in zip(D.NUM.findall(q), D.NUM.findall(lines[where - 1]), strict=False):
+                            moved.setdefault(a, set()).add(b)
                     elif verdict == "missing":
                         notes.append(f"{doc}:{where}: `{q.strip()}` is no longer printed (edit by hand)")
+        followed = _follow_in_prose(lines, section, moved)
         if any(b.lang == "console" for b in section.blocks):
             printed_numbers = [x for o in outputs.values() for x, _ in D.numbers(o)]
             for line, tok, quoted_num in D.prose_numbers(section):
-                if (doc, tok) not in D.NOT_OUTPUT and printed_numbers and \
+                if (doc, tok) not in D.NOT_OUTPUT and tok not in followed and printed_numbers and \
                         not any(D.close(quoted_num, p) for p in printed_numbers):
                     notes.append(f"{doc}:{line}: the prose quotes {tok}, which the section's commands no longer print")
         if any(b.lang == "python" for b in section.blocks):
             import gpucluster
-            for block, k, expr, quoted, got in D.run_python(section, work, {"gpucluster": gpucluster}):
+            with contextlib.redirect_stdout(io.StringIO()):      # what the snippets print
+                checks = D.run_python(section, work, {"gpucluster": gpucluster})
+            for block, k, expr, quoted, got in checks:
                 qn, pn = D.numbers(quoted), [x for x, _ in D.numbers(got)]
                 if len(qn) == len(pn) and all(D.close(a, b) for a, b in zip(qn, pn, strict=True)):
                     continue
@@ -81,6 +90,21 @@ def refresh(doc: str, integration: bool, tmp: Path) -> tuple[list[str], list[str
                 else:
                     notes.append(f"{doc}:{where + 1}: `{expr}` quotes {quoted}, now gives {got} (edit by hand)")
     return lines, notes
+
+
+def _follow_in_prose(lines: list[str], section: D.Section, moved: dict[str, set[str]]) -> set[str]:
+    """The prose of a section quotes the numbers of its console blocks: a number written exactly as
+    a quoted one that moved (to one new value) moves with it, outside inline code and the seeds'
+    quoted lines. The numbers that moved."""
+    swap = {a: next(iter(b)) for a, b in moved.items() if len(b) == 1 and next(iter(b)) != a}
+    for line, text in section.prose:
+        if text.lstrip().startswith((">", "|")):
+            continue
+        parts = text.split("`")
+        for k in range(0, len(parts), 2):            # even parts lie outside `code`
+            parts[k] = D.NUM.sub(lambda m: swap.get(m.group(0), m.group(0)), parts[k])
+        lines[line - 1] = "`".join(parts)
+    return set(swap)
 
 
 def main() -> int:
