@@ -103,7 +103,8 @@ def _shell(cmd: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 def test_integration_commands(section: D.Section, tmp_path: Path) -> None:
     work = D.workdir(tmp_path, section)
     console = {id(b): {q.cmd: q for q in D.quotes(b)} for b in section.blocks if b.lang == "console"}
-    problems = []
+    problems, outputs = [], []
+    quoted_tiers = {t for b, _, c, t in D.commands(section) if c in console.get(id(b), {})}
     for block, _, cmd, tier in D.commands(section):
         if tier != D.INTEGRATION_TIER:
             continue
@@ -111,9 +112,12 @@ def test_integration_commands(section: D.Section, tmp_path: Path) -> None:
             pytest.importorskip("torch", reason="`bench collective` needs the torch extra (make test installs it)")
         proc = _shell(cmd, work)
         assert proc.returncode in (0, 1), f"{section.doc}:{block.line}: `{cmd}` exited {proc.returncode}\n{proc.stderr}"
+        outputs.append(proc.stdout + proc.stderr)
         quote = console.get(id(block), {}).get(cmd)
         if quote is not None:
-            problems += _quoted_problems(block, quote, proc.stdout + proc.stderr)
+            problems += _quoted_problems(block, quote, outputs[-1])
+    if quoted_tiers == {D.INTEGRATION_TIER}:        # test_section checks the prose of the others
+        problems += _prose_problems(section, outputs)
     assert not problems, "the doc drifted from the tool (python tests/docs/refresh_docs.py):\n" + "\n".join(problems)
 
 
