@@ -50,18 +50,19 @@ demo: $(STAMP)
 # Tiers (tests/conftest.py marks them by location; docs/performance.md): unit and in-process tests
 # run on every core (pytest-xdist); integration (real Slurm, Ray, torch.distributed, netns, the
 # console script in subprocesses) and browser tests share engines and ports, so they run one at a time.
+# -rs: every skipped test prints its reason (a missing engine, no root), so CI says what it did not run.
 IN_PROCESS := -m "not integration and not browser"
 XDIST ?= -n auto
 
 test: $(STAMP) browser $(ENGINES)
-	$(BIN)/python -m pytest $(IN_PROCESS) $(XDIST); fast=$$?; \
-	$(BIN)/python -m pytest -m "integration or browser"; slow=$$?; \
+	$(BIN)/python -m pytest -rs $(IN_PROCESS) $(XDIST); fast=$$?; \
+	$(BIN)/python -m pytest -rs -m "integration or browser"; slow=$$?; \
 	exit $$(( fast || slow ))
 
 # The unit and in-process tier alone, without its slow tests: no engines, no browser, under a
 # minute of CPU.
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -m "not integration and not browser and not slow" $(XDIST)
+	$(BIN)/python -m pytest -rs -m "not integration and not browser and not slow" $(XDIST)
 
 # Static checks: ruff and mypy (pydantic plugin) over src/ tests/ benchmarks/, both at 0 errors
 # (rules and reasons: docs/development.md). mypy keeps its cache in .mypy_cache, so a rerun is fast.

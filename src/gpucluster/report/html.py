@@ -1,4 +1,5 @@
 """One self-contained HTML report: plotly.js embedded inline (opens without a network),
+its partial "basic" bundle when every plot is a scatter, bar or pie (1.2 MB instead of 4.8),
 every user string escaped, written atomically (a temporary file renamed into place, so
 a failure or Ctrl-C never leaves half a file behind).
 
@@ -132,14 +133,34 @@ _BOOT = """
 """
 
 
+# plotly.js's own partial bundle (npm plotly.js-basic-dist-min, MIT, vendor/plotly-LICENSE.txt):
+# the trace types below and nothing else, 1.2 MB against the full library's 4.8 MB, so a report
+# stays under 1.5 MB. Its version matches the full plotly.js the installed plotly package ships.
+BASIC_BUNDLE = Path(__file__).with_name("vendor") / "plotly-basic.min.js"
+BASIC_TRACES = frozenset({"scatter", "bar", "pie"})
+
+
+def trace_types(report: Report) -> set[str]:
+    """The plotly trace types the report's figures draw (a trace without a type is a scatter)."""
+    return {getattr(t, "type", None) or "scatter" for f in report.figures for t in f.fig.data}
+
+
+def plotly_bundle(report: Report) -> str:
+    """The smallest plotly.js that draws every figure: the basic bundle when it covers them (and
+    is installed), else the full library that the plotly package ships."""
+    if trace_types(report) <= BASIC_TRACES and BASIC_BUNDLE.is_file():
+        return BASIC_BUNDLE.read_text(encoding="utf-8")
+    from plotly.offline import get_plotlyjs
+    return str(get_plotlyjs())
+
+
 def render(report: Report, plotlyjs: str | None = None) -> str:
-    """The whole page as one string. `plotlyjs` is for tests (the real library is ~4.8 MB); a
-    report without figures carries none of it."""
+    """The whole page as one string. `plotlyjs` is for tests (the real library is 1.2 MB, see
+    plotly_bundle); a report without figures carries none of it."""
     if not report.figures:
         plotlyjs = ""
     elif plotlyjs is None:
-        from plotly.offline import get_plotlyjs
-        plotlyjs = get_plotlyjs()
+        plotlyjs = plotly_bundle(report)
     script = f'<script type="text/javascript">{plotlyjs}</script>' if plotlyjs else ""
     from gpucluster import __version__
 
