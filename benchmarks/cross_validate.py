@@ -6,7 +6,7 @@ per kernel (`kernels.HOST_S_PER_KERNEL`). For each source in the files (a paper,
 vendor's performance page, an artifact: the `source` string up to its first comma),
 both are fitted on every *other* source and the left-out source is predicted. A chip
 and precision with no run in the other sources falls back as the shipped model does (its
-nearest sibling's fit, else the lowest fitted), exactly as a chip nobody has published runs for would.
+nearest sibling's fit, else compute.FALLBACK_SUSTAINED), exactly as a chip nobody has published runs for would.
 
     python benchmarks/cross_validate.py [FILE ...] [--json]
 
@@ -63,7 +63,7 @@ def calibrated(sustained: dict[tuple[str, str], float] | None, host_s: float) ->
 
     def fitted(gpu: str, precision: str) -> tuple[float, str]:
         # The shipped fallback chain (compute.sustained) on the fitted values: the chip's own fit,
-        # else its nearest sibling's, else the lowest fitted on any chip.
+        # else its nearest sibling's, else compute.FALLBACK_SUSTAINED.
         if sustained is None:
             return 1.0, "fit"
         chip = compute.catalog.gpus.get(gpu)
@@ -73,7 +73,7 @@ def calibrated(sustained: dict[tuple[str, str], float] | None, host_s: float) ->
         sib = nearest(chip, precision, lambda g: sustained.get((g.name, rate_key(precision))))
         if sib is not None:
             return sib[1], "fit"
-        return min(sustained.values(), default=compute.FALLBACK_SUSTAINED), "fit"
+        return compute.FALLBACK_SUSTAINED, "fit"
 
     compute.sustained = fitted  # type: ignore[assignment]
     kernels.HOST_S_PER_KERNEL = host_s
