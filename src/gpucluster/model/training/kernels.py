@@ -30,8 +30,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpucluster.catalog import catalog
-from gpucluster.model.training import attention, frameworks
-from gpucluster.model.training.compute import GemmCurve, gemm_curve, hbm_gbps, sustained
+from gpucluster.model.training import attention, compute, frameworks
+from gpucluster.model.training.compute import GemmCurve, gemm_curve, hbm_gbps
 from gpucluster.model.training.grouped_gemm import expert_gemm_s, permute_bytes
 from gpucluster.model.training.power import clock_fraction
 from gpucluster.model.transformer_flops import layer_gemms
@@ -177,7 +177,7 @@ def _attention(spec: TransformerSpec, micro_batch: int, tp: int, cp: int, seq_le
         keys = attention.keys_per_query(seq_len, True, window)
         flops = 2 * micro_batch * heads * q * keys * (qk + v)
         fwd, bwd = attention.attention_times_s(gpu_name, name, flops, seq_len, cp, (qk + v) / 2, True, window,
-                                               sustained=sustained(gpu_name, half.precision)[0] *
+                                               sustained=compute.sustained(gpu_name, half.precision)[0] *
                                                clock_fraction(gpu_name)[0])
         # With context parallelism the ring runs one attention kernel per K/V block received.
         return fwd, bwd, cp
