@@ -210,7 +210,8 @@ def init_case(src: Source, slow: bool) -> Case:
     if option == "--gpu":
         count = src.pick(NUMBERS + ["8", "1024", "1025"])
         value = src.pick([f"H100:{count}", f" H100:{count}\n", f"H100\u202e:{count}", count, f"H100:{count}:2"])
-        ok = re.fullmatch(r"[0-9]{1,7}", count) is not None and 1 <= int(count) <= 1024
+        # blanks around TYPE, the colon and COUNT are the parser's (`H100: 8`), not a wrong accept
+        ok = re.fullmatch(r"[0-9]{1,7}", count.strip()) is not None and 1 <= int(count) <= 1024
         refuse = not ok or value in (count, f"H100\u202e:{count}", f"H100:{count}:2")
         argv[2] = value
     elif option in ("--nodes", "--nics-per-node"):

@@ -153,3 +153,17 @@ def test_slurm_bench_out_dir_is_a_folder(tmp_path, target):
         path.write_text("x")
     one_line_error("slurm", "bench", "--wait", "1", "--poll", "0.2", "--timeout", "1", "--out-dir", path,
                    needle="--out-dir")
+
+
+@pytest.mark.parametrize("value", ["a\u2028b", "a\u202eb", "x\x85y", "a\nb"])
+def test_k8s_socket_ifname_is_checked_text(value):
+    # written into the manifest's env unchecked (slurm's --socket-ifname was checked)
+    one_line_error("generate", "k8s", PLAN_FILE, "--socket-ifname", value, needle="--socket-ifname")
+
+
+@pytest.mark.parametrize("argv", [["comm", "--cluster", str(CLUSTER), "--max", "1" * 5000],
+                                  ["comm", "--cluster", str(CLUSTER), "--min", "9" * 400 + "T"],
+                                  ["bench", "collective", "--max", "1" * 400]])
+def test_a_size_of_hundreds_of_digits_is_one_line(argv):
+    # float() read it as inf and int(inf) raised OverflowError in units.parse_bytes
+    one_line_error(*argv, needle="at most 2**62 bytes")

@@ -11,6 +11,7 @@ memory) unless fixed off.
 
 from __future__ import annotations
 
+import operator
 from collections import Counter
 from dataclasses import dataclass, field
 from functools import cache
@@ -63,9 +64,10 @@ def _divisors_of(n: int) -> tuple[int, ...]:
     """The divisors of n (n <= MAX_FACTORED), ascending (none for n < 1: a fixed tp larger than the
     GPUs leaves 0); past the bound a UserError, checked before any division (a caller that skipped
     the boundary's check cannot hang the search)."""
-    if isinstance(n, int) and not isinstance(n, bool) and n < 1:
+    n = operator.index(n)           # an int, or a numpy integer from a caller
+    if n < 1:
         return ()
-    if isinstance(n, bool) or not isinstance(n, int) or n > MAX_FACTORED:
+    if n > MAX_FACTORED:
         from gpucluster.errors import UserError
         raise UserError(f"the layout search factors 1 to {MAX_FACTORED:,} GPUs, layers or experts, got "
                         f"{str(n)[:40]}", field="gpus")
