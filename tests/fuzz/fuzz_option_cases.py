@@ -70,6 +70,9 @@ BASE: dict[str, tuple[list[Any], bool]] = {
     # `--metrics` names a folder: refused after the size checks, before a byte is written.
     "bench storage": (["bench", "storage", ("path", "{dir}"), "--size", "64K", "--block", "16K",
                        "--metrics", "{dir}/folder"], False),
+    # Without a GPU both end at "skipped" once their options are checked (torch imported: ~4 CPU-s).
+    "bench gemm": (["bench", "gemm", "--sizes", "8", "--iters", "1"], True),
+    "bench hbm": (["bench", "hbm", "--size", "1K", "--iters", "1"], True),
     "check": (["check", ("cluster", CLUSTER), "--rule", "nccl-debug"], True),
     "advise": (["advise", "--model", "llama2-7b", "--tokens", "1B"], True),
     "sweep": (["sweep", ("spec", "{dir}/sweep.yaml"), "--workers", "1"], True),

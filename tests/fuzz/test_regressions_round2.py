@@ -167,3 +167,16 @@ def test_k8s_socket_ifname_is_checked_text(value):
 def test_a_size_of_hundreds_of_digits_is_one_line(argv):
     # float() read it as inf and int(inf) raised OverflowError in units.parse_bytes
     one_line_error(*argv, needle="at most 2**62 bytes")
+
+
+@pytest.mark.parametrize("argv,needle", [(["bench", "hbm", "--size", "abc"], "--size"),
+                                         (["bench", "hbm", "--size", "0"], "--size"),
+                                         (["bench", "hbm", "--iters", "0"], "--iters"),
+                                         (["bench", "gemm", "--sizes", "-5"], "--sizes"),
+                                         (["bench", "gemm", "--sizes", "8,1000000000"], "--sizes"),
+                                         (["bench", "gemm", "--iters", "-1"], "--iters"),
+                                         (["bench", "gemm", "--gpu", "nope"], "--gpu")])
+def test_gemm_and_hbm_options_are_checked_on_every_machine(argv, needle):
+    # `bench hbm --size abc` was a ValueError traceback; the other values reached torch on a GPU
+    # (checked only after "no GPU: skipped" elsewhere)
+    one_line_error(*argv, needle=needle)
