@@ -177,7 +177,7 @@ PLAN_RULES: dict[tuple, Rule] = {
     **{("best", "layout", k): COUNT for k in ("tp", "pp", "dp", "cp", "ep", "interleave")},
     ("best", "layout", "micro_batch"): BIG, ("best", "layout", "global_batch"): BIG,
     ("best", "layout", "zero"): Rule(0, 3, integer=True, strict=True),
-    ("best", "step_s"): Rule(0, math.inf, strict=True), ("seq_len",): BIG,
+    ("best", "step_s"): Rule(0, 365 * 86400, strict=True), ("seq_len",): BIG,
     ("layers",): Rule(1, 1_000_000, integer=True, strict=True, optional=True),
     ("model",): Rule(pattern=r"[A-Za-z0-9][A-Za-z0-9 ._+(),/:-]*"),
 }

@@ -180,3 +180,15 @@ def test_gemm_and_hbm_options_are_checked_on_every_machine(argv, needle):
     # `bench hbm --size abc` was a ValueError traceback; the other values reached torch on a GPU
     # (checked only after "no GPU: skipped" elsewhere)
     one_line_error(*argv, needle=needle)
+
+
+@pytest.mark.parametrize("step_s", [1e308, 365 * 86400 + 1, 1e30])
+def test_a_plan_step_time_past_a_year_is_refused(tmp_path, step_s):
+    # 1e308 s passed the plan schema (finite) and generate slurm's job chain raised OverflowError
+    import json
+
+    plan = json.loads(Path(PLAN_FILE).read_text())
+    plan["best"]["step_s"] = step_s
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(plan))
+    one_line_error("generate", "slurm", path, needle="step_s")
