@@ -192,3 +192,16 @@ def test_a_plan_step_time_past_a_year_is_refused(tmp_path, step_s):
     path = tmp_path / "p.json"
     path.write_text(json.dumps(plan))
     one_line_error("generate", "slurm", path, needle="step_s")
+
+
+@pytest.mark.parametrize("ratio", [1e308, 1025, float("inf")])
+def test_fabric_oversubscription_is_bounded(tmp_path, ratio):
+    # 1e308 passed `ge=1` and fat_tree.leaf_ports raised OverflowError (the one traceback of the
+    # 20,000-case run on f1b40ce, case 120,056)
+    import yaml
+
+    data = yaml.safe_load(CLUSTER.read_text())
+    data["fabric"]["oversubscription"] = ratio
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(data))
+    one_line_error("reliability", path, "--gpus", "8", needle="oversubscription")
