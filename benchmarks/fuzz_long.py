@@ -226,7 +226,7 @@ def finish(run: Running, status: int, usage: resource.struct_rusage | None) -> d
         problems = ["crash"]
     else:
         problems = classify("memory" if "MemoryError" in stderr and code not in (0, 2) else code, stdout, stderr,
-                            refuse=run.case.refuse)
+                            refuse=run.case.refuse, expect=run.case.expect)
     return {"index": run.index, "kind": run.case.kind, "note": run.case.note, "mode": run.mode,
             "argv": [a.replace(str(folder), "{dir}") for a in run.argv], "code": code, "cpu_s": round(cpu, 3),
             "maxrss_mib": round(usage.ru_maxrss / 1024, 1) if usage else 0.0, "problems": problems,
@@ -246,7 +246,7 @@ def run_all(jobs: Iterator[tuple[int, str]], work: Path, args: argparse.Namespac
             except StopIteration:
                 exhausted = True
                 break
-            case = make_case(RandomSource(index), slow=not args.fast_only)
+            case = make_case(RandomSource(index), slow=not args.fast_only, kinds=args.kinds)
             pid, run = start(index, case, work / f"{index}-{mode}", mode, args)
             running[pid] = run
         if not running:
@@ -305,6 +305,8 @@ def main() -> int:
     ap.add_argument("--memory", type=int, default=3072, help="address space per case, MiB")
     ap.add_argument("--slow-s", type=float, default=5.0, help="CPU seconds above which a finished case is 'slow'")
     ap.add_argument("--fast-only", action="store_true", help="only the commands of the pytest slice")
+    ap.add_argument("--kinds", type=lambda t: [k for k in t.split(",") if k.strip()],
+                    help="only these case kinds, e.g. --kinds init,local,anyopt (with --fast-only: their fast commands)")
     ap.add_argument("--keep", type=Path, help="copy the files of every failing case here")
     ap.add_argument("--json", type=Path, help="write every result here")
     ap.add_argument("--progress", type=int, default=250, help="a progress line every N cases")
@@ -312,6 +314,10 @@ def main() -> int:
                     help="run src/ as it is while the run lasts (default: a copy made at the start, so that "
                          "edits during a long run do not mix old and new modules)")
     args = ap.parse_args()
+    from fuzz_cases import KINDS
+    unknown = sorted(set(args.kinds or ()) - set(KINDS))
+    if unknown:
+        ap.error(f"unknown kinds {', '.join(unknown)} (valid: {', '.join(KINDS)})")
     if not EXE.exists():
         sys.exit(f"{EXE} missing: install the package (make install)")
     BASE_ENV.update(os.environ)
@@ -339,7 +345,8 @@ def main() -> int:
         for n, r in enumerate(run_all(jobs, work, args), 1):
             results.append(r)
             if r["problems"]:
-                print(f"case {r['index']} [{r['mode']}] {r['kind']} {r['problems']}: gpucluster {' '.join(r['argv'])!r} "
+                shown = " ".join(a if len(a) <= 80 else f"{a[:60]}...({len(a):,} chars)" for a in r["argv"])
+                print(f"case {r['index']} [{r['mode']}] {r['kind']} {r['problems']}: gpucluster {shown!r} "
                       f"({r['note'][:80]}) -> {r['code']}: {r['last'][:160]}", flush=True)
             if n % args.progress == 0:
                 print(f"... {n} runs, {time.monotonic() - t0:.0f} s", flush=True)

@@ -15,8 +15,11 @@ def parse_bytes(text: str | int) -> int:
     else:
         m = _SIZE.match(text)
         if not m:
-            raise ValueError(f"not a size: {text!r} (examples: 8, 64K, 128M, 8G)")
-        value = int(float(m.group(1)) * 1024 ** _POW[m.group(2).upper()])
+            raise ValueError(f"not a size: {text[:60]!r} (examples: 8, 64K, 128M, 8G)")
+        number = float(m.group(1)) * 1024 ** _POW[m.group(2).upper()]
+        if number > 2**62:      # 400 digits read as inf: int(inf) raised OverflowError (issue 23)
+            raise ValueError(f"size must be at most 2**62 bytes, got {text[:60]!r}")
+        value = int(number)
     if value < 0:
         raise ValueError(f"size must be >= 0, got {text!r}")
     return value

@@ -177,7 +177,7 @@ PLAN_RULES: dict[tuple, Rule] = {
     **{("best", "layout", k): COUNT for k in ("tp", "pp", "dp", "cp", "ep", "interleave")},
     ("best", "layout", "micro_batch"): BIG, ("best", "layout", "global_batch"): BIG,
     ("best", "layout", "zero"): Rule(0, 3, integer=True, strict=True),
-    ("best", "step_s"): Rule(0, math.inf, strict=True), ("seq_len",): BIG,
+    ("best", "step_s"): Rule(0, 365 * 86400, strict=True), ("seq_len",): BIG,
     ("layers",): Rule(1, 1_000_000, integer=True, strict=True, optional=True),
     ("model",): Rule(pattern=r"[A-Za-z0-9][A-Za-z0-9 ._+(),/:-]*"),
 }
@@ -351,15 +351,17 @@ def node_list_case(src: Source, slow: bool) -> Case:
 
 
 from fuzz_api_cases import ENTRY_KINDS  # noqa: E402  (it imports fuzz_mutations too)
+from fuzz_option_cases import OPTION_KINDS  # noqa: E402
 
 KINDS = {"cluster": cluster_case, "job": job_case, "model": model_case, "prices": price_case,
          "scenario": scenario_case, "trace": trace_case, "plan": plan_case, "result": result_case,
-         "option": option_case, "nodes": node_list_case, **ENTRY_KINDS}
+         "option": option_case, "nodes": node_list_case, **ENTRY_KINDS, **OPTION_KINDS}
 FAST_KINDS = ("cluster", "cluster", "cluster", "job", "model", "prices", "plan", "result", "option", "api", "api",
-              "outpath", "timeopt", "slurm")
+              "outpath", "timeopt", "slurm", "anyopt", "anyopt", "init", "local")
 
 
-def make_case(src: Source, slow: bool = False) -> Case:
-    """`slow=False`: only commands that answer in well under a second (the in-`make test` slice)."""
-    kind = src.pick(list(KINDS) + ["cluster", "job"] if slow else list(FAST_KINDS))
+def make_case(src: Source, slow: bool = False, kinds: Sequence[str] | None = None) -> Case:
+    """`slow=False`: only commands that answer in well under a second (the in-`make test` slice);
+    `kinds`: only these (a look at a few kinds at scale)."""
+    kind = src.pick(list(kinds) if kinds else list(KINDS) + ["cluster", "job"] if slow else list(FAST_KINDS))
     return KINDS[kind](src, slow)

@@ -78,6 +78,7 @@ class Case:
     links: dict[str, str] = field(default_factory=dict)  # symbolic links to make: name -> target
     executables: list[str] = field(default_factory=list)  # files to mark executable (stub programs)
     call: dict[str, Any] | None = None   # a Python API call instead of a command line (fuzz_api_cases.run_call)
+    expect: str | None = None    # the run must end in a one-line error holding this text (the option refused)
 
     def args(self, folder: Path) -> list[str]:
         return [a.replace("{dir}", str(folder)) for a in self.argv]

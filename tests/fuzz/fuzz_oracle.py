@@ -63,15 +63,16 @@ def _matches(pattern: tuple, path: tuple) -> bool:
 
 # --- the oracle -------------------------------------------------------------------------------
 
-def classify(code: int | str | None, out: str, err: str, refuse: bool = False) -> list[str]:
+def classify(code: int | str | None, out: str, err: str, refuse: bool = False, expect: str | None = None) -> list[str]:
     """What is wrong with one run: [] when the run kept every promise. `code` is the exit
     status, or "timeout" / "memory" when the runner stopped it; `refuse`: the input holds a value
     the case knows is invalid, so exit 0 is a wrong accept (an error, exit 2, or a finding, exit 1,
-    is right)."""
+    is right); `expect`: the run must be an error (exit 2) whose line holds this text (the option
+    the case made wrong, not another one refused after it took the wrong value)."""
     if code in ("timeout", "memory"):
         return [{"timeout": "hang", "memory": "memory"}[str(code)]]
     problems = []
-    if refuse and code == 0:
+    if (refuse and code == 0) or (expect is not None and code in (0, 1, 2) and (code != 2 or expect not in err)):
         problems.append("wrong-accept")
     if "Traceback (most recent call last)" in out + err or code not in (0, 1, 2):
         problems.append("traceback" if "MemoryError" not in err else "memory")

@@ -35,7 +35,7 @@ def test_cli_keeps_its_promises_on_mutated_inputs(tmp_path_factory, data):
     case.write(folder)
     code, out, err = run_in_process(case.args(folder), timeout_s=TIMEOUT_S, cwd=folder,
                                     env=case.environment(folder), call=case.call)
-    problems = classify(code, out, err, refuse=case.refuse)
+    problems = classify(code, out, err, refuse=case.refuse, expect=case.expect)
     assert not problems, (f"{problems}: gpucluster {' '.join(case.args(folder))!r} on {case.kind} "
                           f"({case.note}); exit {code}\n--- stderr\n{err[-3000:]}\n--- stdout\n{out[-1500:]}")
 
@@ -51,6 +51,6 @@ def test_every_input_kind(tmp_path, kind, seed):
     case.write(tmp_path)
     code, out, err = run_in_process(case.args(tmp_path), timeout_s=TIMEOUT_S, cwd=tmp_path,
                                     env=case.environment(tmp_path), call=case.call)
-    problems = classify(code, out, err, refuse=case.refuse)
+    problems = classify(code, out, err, refuse=case.refuse, expect=case.expect)
     assert not problems, (f"{problems}: gpucluster {' '.join(case.args(tmp_path))!r} on {kind} ({case.note}); "
                           f"exit {code}\n--- stderr\n{err[-3000:]}\n--- stdout\n{out[-1500:]}")

@@ -175,8 +175,10 @@ def parse_accelerator(text: str, *, field: str | None = None, file: str | None =
     name, count_text = m.group(1), m.group(2)
     count = 1
     if count_text is not None:
-        if not count_text.isdigit() or int(count_text) <= 0:
-            raise UserError(f"GPU count must be a positive integer, got {count_text!r} in {text!r}",
-                            field=field, file=file)
+        # ASCII digits only (str.isdigit() takes '²', which int() refuses), and bounded before
+        # int() (5,000 digits raised ValueError): a node's GPUs are at most 1,024, as in a spec.
+        if not re.fullmatch(r"[0-9]{1,7}", count_text) or not 1 <= int(count_text) <= 1024:
+            raise UserError(f"GPU count must be an integer from 1 to 1,024, got {count_text[:40]!r}", field=field,
+                            file=file)
         count = int(count_text)
     return catalog.gpus.get(name, field=field, file=file), count

@@ -104,6 +104,8 @@ class _PlainCoercion:
         if self._annotation is int and kind is str:
             digits = value[1:] if value[:1] == "-" else value
             if digits.isascii() and digits.isdigit():  # -?[0-9]+: int() reads it as pydantic does
+                if len(digits) > 100:   # int() raises ValueError past 4,300 digits; no option takes 10^100
+                    raise typer.BadParameter(f"at most 100 digits, got {len(digits):,}", ctx=ctx, param=param)
                 return int(value)
         from typer._coercion import build_runtime_param
 

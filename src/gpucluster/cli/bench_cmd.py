@@ -169,6 +169,16 @@ def _gpu_for(name: str | None, device: str) -> str:
     raise UserError(f"cannot tell which catalog GPU {device!r} is; give --gpu", field="--gpu")
 
 
+def _gpu_options(iters: int, gpu: str | None) -> None:
+    """--iters and --gpu of gemm and hbm, checked before the GPU is looked for (issue 23)."""
+    from gpucluster.api_args import count_option
+    from gpucluster.catalog import catalog
+
+    count_option(iters, "--iters", 1, MAX_ITERS)
+    if gpu:
+        catalog.gpus.canonical(gpu, field="--gpu")
+
+
 @bench_app.command("gemm")
 def gemm(sizes: Annotated[str, typer.Option(help="Square sizes m=n=k, comma-separated")] = "1024,2048,4096,8192",
          precision: Annotated[str, typer.Option(help="bf16, fp16, tf32, fp32 (comma-separated)")] = "bf16",
@@ -185,7 +195,12 @@ def gemm(sizes: Annotated[str, typer.Option(help="Square sizes m=n=k, comma-sepa
     try:
         ns = [int(s) for s in sizes.split(",")]
     except ValueError:
-        raise UserError(f"expected comma-separated integers, got {sizes!r}", field="--sizes") from None
+        raise UserError(f"expected comma-separated integers, got {sizes[:60]!r}", field="--sizes") from None
+    _gpu_options(iters, gpu)
+    # Checked on every machine, not only a GPU's: -5, 0 or 10^9 (an allocation of 10^18 elements)
+    # reached torch; 65,536 is a 24 GiB bf16 m=n=k problem.
+    if not ns or len(ns) > 64 or not all(1 <= n <= 65_536 for n in ns):
+        raise UserError(f"1 to 64 sizes, each from 1 to 65,536, got {sizes[:60]!r}", field="--sizes")
     reason = no_gpu_reason()
     if reason:
         return _skip(reason, json_out)
@@ -213,7 +228,15 @@ def hbm(size: Annotated[str, typer.Option(help="Buffer size")] = "2G", iters: An
     from gpucluster.bench.compute import hbm as run, no_gpu_reason
     from gpucluster.units import parse_bytes
 
-    nbytes = parse_bytes(size)
+    from gpucluster.errors import UserError
+
+    try:     # `--size abc` raised ValueError (a traceback) on every machine
+        nbytes = parse_bytes(size)
+    except ValueError as exc:
+        raise UserError(str(exc)[:200], field="--size") from None
+    if not 1 <= nbytes <= MAX_BLOCK_BYTES * 16:
+        raise UserError(f"must be from 1 byte to {MAX_BLOCK_BYTES * 16 >> 30} GiB, got {size[:60]!r}", field="--size")
+    _gpu_options(iters, gpu)
     reason = no_gpu_reason()
     if reason:
         return _skip(reason, json_out)

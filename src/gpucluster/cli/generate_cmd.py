@@ -35,15 +35,17 @@ def _check_out(out: str | None) -> None:
 
 
 def _emit(text: str, out: str | None, executable: bool = False, warnings: list[str] | None = None) -> None:
-    """Called only once the whole text is generated: a bad plan writes nothing anywhere."""
+    """Called only once the whole text is generated: a bad plan writes nothing anywhere. The
+    warnings come after a write that worked: a failed one is the run's only line."""
+    if out is not None:
+        from gpucluster.generate.output import write_atomic
+
+        write_atomic(out, text, executable)
     for w in warnings or ():
         typer.echo(f"warning: {plain(w)}", err=True)
     if out is None:
         typer.echo(text, nl=False)
         return
-    from gpucluster.generate.output import write_atomic
-
-    write_atomic(out, text, executable)
     typer.echo(f"wrote {plain(str(out))}", err=True)
 
 

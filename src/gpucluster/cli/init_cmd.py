@@ -36,6 +36,7 @@ def init(
     from gpucluster.cli.cluster_options import spec_from_options
     from gpucluster.cli.render import console, safe
     from gpucluster.errors import UserError
+    from gpucluster.output_file import shown_name, write_output
     from gpucluster.specs.cluster import dump_cluster, load_cluster
 
     if gpu is None:
@@ -44,7 +45,11 @@ def init(
     if name is not None and (not name.strip() or len(name) > 200 or not name.isprintable()):
         raise UserError("a cluster name is 1-200 printable characters", field="--name")
     spec = spec_from_options(gpu, nodes, nic, nics_per_node, switch, name)
-    args = [f"--gpu {gpu}"] + ([f"--nodes {nodes}"] if nodes is not None else []) + [f"--nic {spec.node_pools[0].nic}"]
+    # The header repeats the options as the spec read them, never the raw text: `--gpu 'H100:8\n'`
+    # (the parser takes blanks around it) broke the comment into a YAML error, and U+2028 got in.
+    pool = spec.node_pools[0]
+    args = [f"--gpu {pool.gpu}:{pool.gpus_per_node}"] + ([f"--nodes {nodes}"] if nodes is not None else []) \
+        + [f"--nic {pool.nic}"]
     if nics_per_node is not None:
         args.append(f"--nics-per-node {nics_per_node}")
     if switch is not None:
@@ -55,18 +60,10 @@ def init(
         print(text, end="")
         return
     if os.path.lexists(output) and not force:
-        raise UserError("exists; give --force to overwrite it", file=output, field="--output")
-    tmp = f"{output}.tmp-{os.getpid()}"
-    try:
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, output)
-    except OSError as exc:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise UserError(f"cannot write: {exc.strerror}", file=output, field="--output") from None
+        raise UserError("exists; give --force to overwrite it", file=shown_name(output), field="--output")
+    # The one writer (output_file.py): with --force a FIFO, a device (as root, /dev/null would
+    # become a regular file), a loop of links or a folder is refused, never renamed over.
+    write_output(output, text, field="--output")
     back = load_cluster(output)         # what every other command will read
     pool = back.node_pools[0]
     console.print(f"Wrote {safe(output)}: {safe(back.name)}, {pool.count} x {pool.gpus_per_node} {safe(pool.gpu)}, "

@@ -305,7 +305,16 @@ def bench(nodes: Annotated[int, typer.Option(help="Nodes")] = 2,
         raise UserError(f"unknown collective {op[:60]!r} (valid: {', '.join(OPS)})", field="--op")
     exe = Path(sys.executable).parent / "gpucluster"
     exe_s = str(exe) if exe.exists() else shutil.which("gpucluster") or "gpucluster"
-    out = str(Path(out_dir).resolve() / "gpucluster-bench-%j.out")
+    # A loop of links made resolve() raise RuntimeError (a traceback); a missing folder let Slurm
+    # start a job whose output it cannot write (found by the fuzzer's `anyopt` kind).
+    try:
+        folder = Path(out_dir).resolve()
+        if not folder.is_dir():
+            raise UserError("is not a folder (the job writes its output there)", file=out_dir[:200], field="--out-dir")
+    except (OSError, RuntimeError, ValueError) as exc:
+        reason = "a loop of symbolic links" if isinstance(exc, RuntimeError) else getattr(exc, "strerror", None) or str(exc)
+        raise UserError(f"cannot use: {reason[:200]}", file=out_dir[:200], field="--out-dir") from None
+    out = str(folder / "gpucluster-bench-%j.out")
     lines = ["#!/bin/bash", "#SBATCH --job-name=gpucluster-bench", f"#SBATCH --nodes={nodes}",
              f"#SBATCH --ntasks-per-node={ntasks_per_node}", "#SBATCH --exclusive",
              f"#SBATCH --output={slurm_directive(out)}"]

@@ -40,6 +40,8 @@ class K8sOptions:
             check_text(self.image, "--image")
         if self.queue is not None:
             check_text(self.queue, "--queue")
+        if self.socket_ifname is not None:   # an env value of the manifest: U+2028 got through (issue 23)
+            check_text(self.socket_ifname, "--socket-ifname")
 
 
 # The vendor's PyTorch container (the generated command starts torchrun in it): NVIDIA's NGC

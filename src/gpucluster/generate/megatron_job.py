@@ -91,8 +91,10 @@ def checkpointing(plan: JobPlan, spec: TransformerSpec | None, *, cluster: str |
         if spec is None and given is None:
             raise _no_spec(plan)
         gbps = DEFAULT_WRITE_GBPS if write_gbps is None else write_gbps
-        if not gbps > 0:
-            raise UserError(f"must be > 0, got {gbps}", field="--checkpoint-write-gbps")
+        # Finite and at most 10^6 GB/s (a PB/s): inf, or 1e308 (a write time that rounds to 0 s), made
+        # the reliability model raise ValueError (issue 23, found by the fuzzer's `anyopt` kind).
+        if not (isinstance(gbps, (int, float)) and math.isfinite(gbps) and 0 < gbps <= 1e6):
+            raise UserError(f"must be a finite number > 0 and <= 1e+06 GB/s, got {gbps}", field="--checkpoint-write-gbps")
         size = checkpoint_size(spec, _ckpt_precision(plan)).total_bytes if spec is not None else None
         # No model shape (an old plan of a YAML model, with --checkpoint-interval): a minute's write
         # is assumed, used only to keep time for the last save before a Slurm time limit.

@@ -131,11 +131,21 @@ def _finite(value: float) -> float:
     return value
 
 
+MAX_STEP_S = 365 * 86400    # a year per step: 1e308 passed _finite, then the job chain's wall time overflowed
+
+
+def _step(value: float) -> float:
+    _finite(value)
+    if value > MAX_STEP_S:
+        raise ValueError(f"must be at most {MAX_STEP_S:,} s (a year per step), got {value!r}")
+    return value
+
+
 class PlanBest(BaseModel):
     model_config = ConfigDict(extra="ignore", strict=True)
 
     layout: PlanLayout
-    step_s: Annotated[StrictFloat | StrictInt, AfterValidator(_finite)]
+    step_s: Annotated[StrictFloat | StrictInt, AfterValidator(_step)]
 
 
 class PlanDoc(BaseModel):

@@ -11,7 +11,7 @@ memory) unless fixed off.
 
 from __future__ import annotations
 
-import math
+import operator
 from collections import Counter
 from dataclasses import dataclass, field
 from functools import cache
@@ -49,14 +49,41 @@ class SearchResult:
         return self.ranked[0] if self.ranked else None
 
 
+# The most GPUs (or layers, experts) the search factors: 1,000,000 nodes x 1,024 GPUs a node, the
+# bounds of a cluster spec, rounded up to 2**30. Factoring is trial division by primes up to
+# sqrt(n), at most ~32,768 steps here; unbounded, 2**63 took hours (issue 23 item 3).
+MAX_FACTORED = 2**30
+
+
 def _divisors(n: int) -> list[int]:
     return list(_divisors_of(n))
 
 
 @cache
 def _divisors_of(n: int) -> tuple[int, ...]:
-    small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
-    return tuple(sorted({*small, *(n // d for d in small)}))
+    """The divisors of n (n <= MAX_FACTORED), ascending (none for n < 1: a fixed tp larger than the
+    GPUs leaves 0); past the bound a UserError, checked before any division (a caller that skipped
+    the boundary's check cannot hang the search)."""
+    n = operator.index(n)           # an int, or a numpy integer from a caller
+    if n < 1:
+        return ()
+    if n > MAX_FACTORED:
+        from gpucluster.errors import UserError
+        raise UserError(f"the layout search factors 1 to {MAX_FACTORED:,} GPUs, layers or experts, got "
+                        f"{str(n)[:40]}", field="gpus")
+    divisors = [1]
+    rest, p = n, 2
+    while p * p <= rest:                     # at most sqrt(n) steps, fewer as `rest` shrinks
+        if rest % p == 0:
+            power = 0
+            while rest % p == 0:
+                rest //= p
+                power += 1
+            divisors = [d * p**k for d in divisors for k in range(power + 1)]
+        p += 1 if p == 2 else 2
+    if rest > 1:
+        divisors += [d * rest for d in divisors]
+    return tuple(sorted(divisors))
 
 
 def _options(name: str, fixed: dict[str, Any], default: list) -> list:

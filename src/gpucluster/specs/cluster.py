@@ -204,7 +204,7 @@ class Fabric(Strict):
                                                            "3 leaf-spine-core); default: the fewest that fit")
     switch: str = Field(description="catalog switch name used at every level, e.g. QM9700")
     oversubscription: float = Field(
-        1.0, ge=1,
+        1.0, ge=1, le=1024,     # past a switch's radix no leaf has an uplink; 1e308 overflowed leaf_ports
         description="leaf down:up port ratio; 1 = non-blocking, 2 = 2:1 at the leaf uplinks")
     nodes_per_leaf: int | None = Field(
         None, ge=1, description="nodes under one leaf (rail-optimized: nodes per rail group); "
