@@ -104,3 +104,9 @@ def test_rank_env_from_srun_and_torchrun():
     assert s is not None
     assert (s.rank, s.world_size, s.local_rank, s.node, s.launcher) == (5, 16, 5, "gpu01", "srun")
     assert detect({}) is None
+
+
+def test_a_corrupt_rank_hook_that_is_not_a_number_is_one_line(monkeypatch):
+    monkeypatch.setenv("GPUCLUSTER_BENCH_CORRUPT_RANK", "one")
+    assert_one_line_error(run("bench", "collective", "--local", "2", "--oversubscribe", "-b", "1K", "-e", "1K"),
+                          "GPUCLUSTER_BENCH_CORRUPT_RANK", "rank number")

@@ -88,9 +88,11 @@ def collective(
         raise UserError(f"must be gloo or nccl, got {backend!r}", field="--backend")
     if backend == "nccl" and not torch.cuda.is_available():
         raise UserError("NCCL needs GPUs and this machine has none; use --backend gloo", field="--backend")
-    corrupt = os.environ.get("GPUCLUSTER_BENCH_CORRUPT_RANK")  # test hook: a rank reports a wrong value
+    corrupt = os.environ.get("GPUCLUSTER_BENCH_CORRUPT_RANK", "")  # test hook: a rank reports a wrong value
+    if corrupt and not (corrupt.isascii() and corrupt.isdigit() and len(corrupt) <= 6):
+        raise UserError(f"must be a rank number, got {corrupt[:40]!r}", field="GPUCLUSTER_BENCH_CORRUPT_RANK")
     cfg = BenchConfig(op, tuple(sizes), datatype, iters, warmup, backend, check,
-                      int(corrupt) if corrupt not in (None, "") else None, measure_baseline=baseline)
+                      int(corrupt) if corrupt else None, measure_baseline=baseline)
     result = _run(cfg, local, timeout)
     if result is None:
         return  # a rank other than 0: rank 0 reports
