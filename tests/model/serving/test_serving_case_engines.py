@@ -43,7 +43,7 @@ def test_every_entry_matches_a_case_and_a_stated_engine_is_kept(bench):
     for e in table["cases"]:
         assert any(c.id.startswith(e["prefix"]) for c in cases), e["prefix"]
     named = bench.with_engines(cases)
-    assert all((c.serving or {}).get("engine") for c in named)   # type: ignore[attr-defined]
+    assert all((c.serving or {}).get("engine") for c in named)
     lm = next(c for c in cases if c.id.startswith("lmdeploy-"))
     stated = lm.model_copy(update={"serving": {**lm.serving, "engine": "vllm"}})  # type: ignore[attr-defined]
-    assert bench.with_engines([stated])[0].serving["engine"] == "vllm"  # type: ignore[attr-defined]
+    assert bench.with_engines([stated])[0].serving["engine"] == "vllm"
