@@ -55,7 +55,9 @@ API: dict[str, tuple[tuple, dict[str, Any], dict[str, str]]] = {
                     "nics_per_node": COUNT, "tp_across_domains": FLAG, "dp_overlap": OFLAG, "tp_overlap": OFLAG,
                     "gpu": OTEXT, "precision": TEXT, "tokens": ANY, "layout": ANY, "attention": OTEXT,
                     "cluster": OPATH, "pool": OTEXT, "nic": TEXT, "moe_overlap": OTEXT, "framework": OTEXT,
-                    "shard_group": COUNT}),
+                    "shard_group": COUNT, "failure_profile": TEXT, "checkpoint_interval": DURATION,
+                    # non-negative finite numbers (their exact ranges are the API's: refusing more is no defect)
+                    "checkpoint_write_gbps": GBPS, "restart_s": GBPS}),
     "plan_serve": (("llama2-7b", 5), {"gpu": "H100:8"},
                    {"max_batch": COUNT, "input_tokens": COUNT, "output_tokens": COUNT, "nodes": COUNT,
                     "rate": RATE, "slo_ttft": DURATION, "slo_tpot": DURATION, "compare": ANY, "gpu": OTEXT,
