@@ -188,7 +188,7 @@ def gemm_curve(gpu_name: str, precision: str) -> GemmCurve:
 
 # A chip with no published training run of its own or a sibling's at this precision (Blackwell and
 # AMD today): its microbenchmark rate is not assumed sustained. 0.90 lies inside the fitted range
-# (H100 bf16 0.79 to H100 fp8 1.00); the lowest fitted value was tried and made H100 fp8 runs 17%
+# (H100 bf16 0.78 to H100 fp8 1.00); the lowest fitted value was tried and made H100 fp8 runs 17%
 # too slow in their leave-one-source-out fold, so it is no safer. An assumption, said so in the plan.
 FALLBACK_SUSTAINED = 0.90
 
@@ -201,7 +201,6 @@ def _own_sustained(gpu: Gpu, precision: str) -> tuple[float, str] | None:
     return table[key].value, gpu.sources[table[key].source].kind
 
 
-@cache
 def sustained(gpu_name: str, precision: str) -> tuple[float, str]:
     """Fraction of microbenchmark throughput sustained in training, and where it comes from:
     the chip's own published runs (fp16 and bf16 run at one rate); else its nearest sibling's
@@ -218,9 +217,6 @@ def sustained(gpu_name: str, precision: str) -> tuple[float, str]:
                        f"sustained fraction {value:g} (same vendor and architecture; estimate)")
     return FALLBACK_SUSTAINED, (f"no published {precision} training run on {gpu.name} or a sibling: "
                                 f"{FALLBACK_SUSTAINED:g} of the microbenchmark rate assumed (estimate)")
-
-
-
 
 
 @cache
