@@ -57,7 +57,7 @@ def test_comm_json_on_a_cluster_spec():
 
 def test_comm_bad_input():
     assert_one_line_error(run("comm", "--gpu", "H1000:8"), "--gpu", "unknown GPU", "H100-SXM5-80GB")
-    assert_one_line_error(run("comm", "--gpu", "H100:0"), "--gpu", "positive")
+    assert_one_line_error(run("comm", "--gpu", "H100:0"), "--gpu", "1 to 1,024")
     assert_one_line_error(run("comm", "--gpu", "H100:8", "--gpus", "12"), "--gpus", "whole nodes")
     assert_one_line_error(run("comm", "--gpu", "H100:8", "--op", "allreduce"), "--op", "all_reduce")
     assert_one_line_error(run("comm", "--gpu", "H100:8", "--max", "lots"), "not a size")

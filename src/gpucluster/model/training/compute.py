@@ -214,7 +214,7 @@ def sustained(gpu_name: str, precision: str) -> tuple[float, str]:
     if found is not None:
         sib, (value, _) = found
         return value, (f"no published {precision} training run on {gpu.name}: its sibling {sib.name}'s "
-                       f"sustained fraction {value:g} (same vendor and architecture; estimate)")
+                       f"sustained fraction {value:g} assumed (same vendor and architecture; estimate)")
     return FALLBACK_SUSTAINED, (f"no published {precision} training run on {gpu.name} or a sibling: "
                                 f"{FALLBACK_SUSTAINED:g} of the microbenchmark rate assumed (estimate)")
 
