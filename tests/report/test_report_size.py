@@ -14,7 +14,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "documents"))
+
+from doc_helpers import invoke
 
 from gpucluster.report import html as H
 
@@ -37,15 +40,7 @@ _FETCH = re.compile(r"""<(script|link|img|iframe|source|embed)\b[^>]*\b(src|href
 
 
 def _invoke(*args: str) -> int:
-    from gpucluster.cli.app import app
-
-    old = Path.cwd()
-    os.chdir(ROOT)          # the examples are named relative to the repository
-    try:
-        res = CliRunner().invoke(app, list(args), catch_exceptions=False, env={"NO_COLOR": "1"})
-    finally:
-        os.chdir(old)
-    return res.exit_code
+    return invoke(*args).exit_code
 
 
 def _bench_result(folder: Path) -> Path:
