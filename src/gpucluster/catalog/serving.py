@@ -15,6 +15,7 @@ from gpucluster.errors import UserError
 DATA_DIR = Path(__file__).parent / "data"
 EXPERT_PRECISIONS = ("as_weights", "bf16")
 FIRST_TOKEN = ("prefill", "decode_step")
+KV_ADMISSION = ("reserve", "on_demand")
 # What a version override (engines.yaml `versions:`) may change: the engine's defaults.
 _OVERRIDES = {"host_step_us", "launch_us", "cuda_graphs", "custom_allreduce", "chunked_prefill",
               "overlap_scheduling", "first_token", "before", "note"}
@@ -39,6 +40,9 @@ class Engine:
     # SGLang), or the first decode step after a context phase that only fills the KV cache
     # (TurboMind before 0.2, after FasterTransformer): a time to first token of prefill + one step.
     first_token: str = "prefill"
+    # How a request gets KV-cache memory (engines.yaml `kv_admission`): reserve (its whole context
+    # before it is scheduled) or on_demand (block by block, preempting when the cache is full).
+    kv_admission: str = "reserve"
 
     @property
     def first_token_step(self) -> bool:
@@ -105,13 +109,15 @@ def _engines() -> tuple[str, dict[str, Engine]]:
                 raise UserError(f"a version override holds before: VERSION and any of {', '.join(sorted(_OVERRIDES))}"
                                 f" (first_token: {' | '.join(FIRST_TOKEN)})" + (f"; got {', '.join(bad)}" if bad else ""),
                                 file="engines.yaml", field=f"engines.{name}.versions[{i}]")
-        if e.get("first_token", "prefill") not in FIRST_TOKEN:
-            raise UserError(f"first_token must be one of {', '.join(FIRST_TOKEN)}",
-                            file="engines.yaml", field=f"engines.{name}.first_token")
+        for key, valid, default in (("first_token", FIRST_TOKEN, "prefill"), ("kv_admission", KV_ADMISSION, "reserve")):
+            if e.get(key, default) not in valid:
+                raise UserError(f"{key} must be one of {', '.join(valid)}", file="engines.yaml",
+                                field=f"engines.{name}.{key}")
         out[name] = Engine(name, e["title"], e.get("kernel_data"), e["attention_kernel"], bool(e["cuda_graphs"]),
                            bool(e["custom_allreduce"]), bool(e["chunked_prefill"]), bool(e["overlap_scheduling"]),
                            e["expert_precision"], float(e["host_step_us"]) * 1e-6, float(e["launch_us"]) * 1e-6,
-                           e["source"], first_token=e.get("first_token", "prefill"))
+                           e["source"], first_token=e.get("first_token", "prefill"),
+                           kv_admission=e.get("kv_admission", "reserve"))
     return data["default"], out
 
 

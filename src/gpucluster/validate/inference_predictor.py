@@ -32,8 +32,9 @@ from pydantic import BaseModel, ConfigDict, PositiveFloat, PositiveInt, field_va
 
 from gpucluster.catalog.serving import engine_names
 from gpucluster.errors import UserError
-from gpucluster.model.serving.kv_cache import KV_BYTES, Quant, replica_memory
-from gpucluster.model.serving.step_time import Replica, decode_step_time, prefill_time
+from gpucluster.model.serving.kv_cache import KV_BYTES, USABLE_FRACTION, Quant, replica_memory
+from gpucluster.model.serving.static_batch import DoesNotFit, static_batch
+from gpucluster.model.serving.step_time import Replica, prefill_time
 from gpucluster.model.transformer_params import layout_problems
 from gpucluster.specs.validation_case import Case, Hardware
 from gpucluster.specs.workload import TransformerSpec
@@ -99,19 +100,6 @@ def replica_for(case: Case, calibrated: bool = True) -> tuple[Replica, Serving, 
     return rep, sv, hw.gpus // (tp * sv.pp)
 
 
-def predict_batch(rep: Replica, batch: int, input_tokens: int, output_tokens: int) -> dict[str, float]:
-    """One static batch. Where the engine's first token comes from a decode step after a context
-    phase that only fills the KV cache (engines.yaml `first_token: decode_step`), the first token
-    costs the prefill and one step, and every output token a step."""
-    prefill = prefill_time(rep, batch, input_tokens).total
-    first_step = rep.kernels.engine.first_token_step
-    steps = output_tokens - (0 if first_step else 1)
-    step = decode_step_time(rep, batch, input_tokens + 1 + max(0, steps - 1) / 2).total if steps else 0.0
-    first = prefill + (decode_step_time(rep, batch, input_tokens).total if first_step else 0.0)
-    latency = prefill + steps * step
-    return {"latency_s": latency, "ttft_s": first, "tpot_s": step}
-
-
 def predict_steady(rep: Replica, sv: Serving, replicas: int) -> dict[str, float]:
     """Continuous batching on each replica at its share of the rate, or, for a fixed concurrency C,
     at the rate where Little's law holds: C = rate x (TTFT + (output - 1) x TPOT) (bisection)."""
@@ -155,8 +143,30 @@ def predict_inference(case: Case) -> dict[str, float]:
         return out
     per_replica = math.ceil(sv.batch / replicas)
     mem = replica_memory(rep.spec, rep.gpu, rep.quant, rep.tp, rep.pp, sv.input_tokens + sv.output_tokens)
-    out = predict_batch(rep, per_replica, sv.input_tokens, sv.output_tokens)
+    try:
+        out = static_batch(rep, mem, per_replica, sv.input_tokens, sv.output_tokens)
+    except DoesNotFit as exc:
+        raise Unsupported(f"serving: {exc}") from None
     tps = sv.batch * sv.output_tokens / out["latency_s"]
     out.update(tokens_per_s=tps, tokens_per_s_per_gpu=tps / (replicas * rep.gpus),
-               _fits=float(mem.max_sequences >= per_replica))
+               _fits=float(mem.max_sequences >= per_replica), _waves=out.pop("waves"),
+               _fit_sequences=float(mem.max_sequences))
+    return out
+
+
+def defaults_taken(case: Case, predicted: dict[str, float]) -> list[str]:
+    """The documented defaults a serving case took, and what its batch did where it was larger than
+    the KV cache (validate shows them beside its prediction)."""
+    try:
+        rep, sv, replicas = replica_for(case)
+    except Unsupported:
+        return []
+    eng = rep.kernels.engine
+    out = [] if sv.engine else [f"engine: {eng.name} (the default engine; docs/serving.md)"]
+    if predicted.get("_waves", 1.0) > 1 and sv.batch is not None:
+        how = ("runs in waves of the sequences that fit" if eng.kv_admission == "reserve" else
+               "runs together until the cache is full, then the newest sequences are preempted and recomputed")
+        out.append(f"batch {math.ceil(sv.batch / replicas)} per replica > the {predicted['_fit_sequences']:.0f} "
+                   f"sequences of {sv.input_tokens + sv.output_tokens} tokens whose KV cache fits at "
+                   f"{USABLE_FRACTION:.0%} of HBM: {eng.name} (kv_admission {eng.kv_admission}) {how}")
     return out

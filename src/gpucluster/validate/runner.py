@@ -10,7 +10,7 @@ from gpucluster.api_args import ONE_PATH, checked
 from gpucluster.specs.loader import load_yaml, parse_data
 from gpucluster.specs.validation_case import ValidationFile
 from gpucluster.validate import training_predictor  # registers the `training` kind; its defaults_taken
-from gpucluster.validate import inference_predictor  # noqa: F401  (registers the `inference` kind)
+from gpucluster.validate import inference_predictor  # registers the `inference` kind; its defaults_taken
 from gpucluster.validate.conventions import compared_metric
 from gpucluster.validate.in_sample import in_sample
 from gpucluster.errors import UserError
@@ -120,7 +120,11 @@ def run_file(path: str | Path) -> list[CaseResult]:
             except ValueError as exc:  # a combination the model cannot evaluate: a reason, never a crash
                 reason = f"the model cannot evaluate this case: {exc}"
         fitted = in_sample(case, path)
-        defaults = training_predictor.defaults_taken(case) if case.kind == "training" and reason is None else None
+        defaults = None
+        if reason is None and case.kind == "training":
+            defaults = training_predictor.defaults_taken(case)
+        elif reason is None and case.kind == "inference":
+            defaults = inference_predictor.defaults_taken(case, predicted)
         for metric, measured in case.measured.items():
             value = predicted.get(compared_metric(metric))
             why = reason

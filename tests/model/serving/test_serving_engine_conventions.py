@@ -10,7 +10,7 @@ from gpucluster.catalog.serving import get_engine
 from gpucluster.errors import UserError
 from gpucluster.model.serving.kv_cache import Quant
 from gpucluster.model.serving.step_time import Replica, batch_latency_s, decode_step_time, prefill_time
-from gpucluster.validate.inference_predictor import predict_batch
+from gpucluster.model.serving.static_batch import predict_batch
 
 
 def test_current_engines_emit_the_first_token_from_the_prefill():
