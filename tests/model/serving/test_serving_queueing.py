@@ -67,7 +67,7 @@ def test_queueing_model_agrees_with_the_discrete_event_run(step, dist):
     assert sim.tokens_per_s == pytest.approx(model.tokens_per_s, rel=0.1)
 
 
-@pytest.mark.parametrize("prompt, load", [(2048, 0.6), (2048, 0.85), (512, 0.85)])
+@pytest.mark.parametrize("prompt, load", [(2048, 0.6), (2048, 0.85), (512, 0.85), (4096, 0.85)])
 def test_ttft_p99_follows_the_bursts_of_long_prefills(step, prompt, load):
     """A long prefill iteration gathers the prompts of the next one, whose prefill is longer
     still: the p99 read at the mean iteration was 0.67x the run's for 2,048-token prompts at 60%

@@ -23,18 +23,19 @@ the rate is beyond the replica's capacity). Then:
   prompt: a decode step and the prefill of this prompt (its length distribution) and of
   the others that arrive during the running iteration; none of it when the engine is idle.
   Iterations differ by the prompts they prefill, and a long one gathers more prompts for
-  the next: the prompts per iteration are a Markov chain (arrivals during an iteration of
-  j prompts: Poisson with mean lambda (t_decode + t_prefill(j))), and an arrival lands in
-  an iteration of type j in proportion to its stationary share times its length
-  (_arrival_iteration), waits a uniform share of it and is prefilled with that
-  iteration's arrivals (benchmarks/serving_queue_check.py: p99 within 5% of the
-  discrete-event run, median over 30 points), plus the wait for a free sequence
+  the next: the prompts waiting at each iteration are a Markov chain (an iteration
+  prefills what the token budget admits; the arrivals during it, Poisson with mean
+  lambda (t_decode + t_prefill(j)), join those left over), and an arrival lands in a state
+  in proportion to its stationary share times its length (_arrival_iteration), waits the
+  rest of it and any full iterations ahead of it, and is prefilled with its batch
+  (benchmarks/serving_queue_check.py: p99 within 4% of the discrete-event run, median
+  over 30 points), plus the wait for a free sequence
   slot when the batch is full (Erlang C over max_batch slots, each held (D + 1) x T;
   exponential tail); prefill-only traffic (one output token) instead queues for compute:
   Kingman's wait with one prompt's service time at full batches. The parts are taken as
   independent; their distributions are convolved and p50/p99 read off the sum.
 An iteration prefills at most PREFILL_TOKEN_BUDGET prompt tokens; more arrivals per
-iteration than that admits is beyond capacity. The engine is busy with probability
+iteration than that admits on average is beyond capacity (bursts above it wait, above). The engine is busy with probability
 1 - exp(-lambda (D + 1) T) (M/G/inf occupancy), which scales the p50 residual.
 The discrete-event run in batcher_sim.py checks these formulas.
 """
@@ -312,62 +313,140 @@ def _poisson_pmf(mean: float, js: np.ndarray) -> np.ndarray:
     return np.exp(js * math.log(max(mean, 1e-300)) - mean - _LOG_FACTORIAL[js])
 
 
-# Iteration types the arrival mixture distinguishes: 0 .. MAX_PROMPT_TYPES prompts prefilled.
+# Prompts one iteration prefills that the arrival mixture tells apart (the token budget's kmax,
+# at most this), and prompts waiting beyond them that it follows (the rest are folded in).
 MAX_PROMPT_TYPES = 32
+MAX_CARRIED = 48
+# Below this chance that even the longest iteration gathers a full budget of prompts, the carry-over
+# cannot move a p99 (an event of 1% probability): the chain and the TTFT skip it.
+CARRY_NEGLIGIBLE = 1e-4
 
 
-def _arrival_iteration(lam: float, td: float, pre: Callable[[float], float], kmax: float,
-                       busy: float) -> tuple[np.ndarray, np.ndarray]:
-    """The part of a prompt's TTFT spent in the iteration it arrives during and in the one that
-    prefills it, beyond its own one-prompt prefill: (values, probabilities).
+def _poisson_pmf_rows(means: np.ndarray, js: np.ndarray) -> np.ndarray:
+    """Poisson pmfs, one row per mean."""
+    return np.exp(js[None, :] * np.log(np.maximum(means, 1e-300))[:, None] - means[:, None]
+                  - _LOG_FACTORIAL[js][None, :])
 
-    Iterations differ by the prompts j they prefill: L_j = td + pre(j). The prompts of the next
-    iteration are those that arrived during this one (Poisson with mean lam L_j, at most kmax), a
-    Markov chain on j whose stationary law is pi. An arrival lands in an iteration of type j with
-    probability proportional to pi_j L_j (long iterations catch more arrivals), waits a uniform
-    share of it, and is prefilled together with the others that arrive during that iteration:
-    pre(1 + a) - pre(1) more, a Poisson with mean lam L_j (at most kmax - 1). Without it, a TTFT
-    p99 read at the mean iteration misses the bursts in which one long prefill iteration gathers
-    the prompts of the next: with 2,048-token prompts at half the prefill capacity the
-    discrete-event run's p99 was 1.5x the mean-iteration estimate (benchmarks/serving_queue_check.py)."""
-    cap = int(min(kmax, MAX_PROMPT_TYPES))
-    # Types beyond what the longest iteration's arrivals reach (Poisson tail ~1e-7) carry no weight.
-    most = lam * (td + pre(float(cap)))
-    top = max(1, min(cap, int(most + 6 * math.sqrt(most) + 6)))
-    js = np.arange(top + 1)
-    p1 = pre(1)
-    pres = np.array([0.0] + [pre(float(j)) for j in range(1, top + 2)])
-    length = td + pres[:top + 1]
-    extra = pres[np.minimum(js + 1, top)] - p1              # pre(1 + a) - pre(1), a = 0..top
-    arrivals = np.exp(js[None, :] * np.log(np.maximum(lam * length, 1e-300))[:, None] - (lam * length)[:, None]
-                      - _LOG_FACTORIAL[js][None, :])
-    arrivals[:, -1] = np.maximum(0.0, 1.0 - arrivals[:, :-1].sum(axis=1))   # top or more: capped
-    # Stationary law: pi (P - I) = 0 with sum(pi) = 1 (one equation replaced by the sum).
-    a = (arrivals - np.eye(top + 1)).T
-    a[-1] = 1.0
-    rhs = np.zeros(top + 1)
+
+def _arrival_iteration(lam: float, td: float, pre: Callable[[float], float], kmax: float, busy: float,
+                       deltas: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The part of a prompt's TTFT spent in the iteration it arrives during, in the full
+    iterations it then waits behind, and in its own iteration beyond its own one-prompt prefill
+    and decode step: (values, probabilities).
+
+    An iteration starts with q prompts waiting and prefills j = min(q, K) of them (K: the token
+    budget's prompts), taking L = td + pre(j), plus, with variable prompt lengths, one of its
+    prompts' deviation from the mean-length prefill (`deltas`: equal-weight bins). The prompts
+    that arrive during it (Poisson with mean lam L) join the q - j left over: a Markov chain on
+    (q, bin) whose stationary law is pi. An arrival lands in state s in proportion to pi_s L_s
+    (long iterations catch more arrivals), a uniform share u of the way through. Ahead of it are
+    the q - j left over and the a_b that arrived before it (Poisson, lam u L): it waits
+    m = (q - j + a_b) // K full iterations (td + pre(K) each), then is prefilled with the prompts
+    ahead of it in that batch and, where there is room, the a_a that arrived after it (Poisson,
+    lam (1 - u) L). Without this a TTFT p99 read at the mean iteration missed the bursts in which
+    one long prefill gathers the prompts of the next: 0.67x the discrete-event run's p99 for
+    2,048-token prompts at 60% load, 0.48x for 4,096-token ones at 85%
+    (benchmarks/serving_queue_check.py)."""
+    K = int(max(1, min(kmax, MAX_PROMPT_TYPES)))
+    dev = np.zeros(1) if deltas is None or len(deltas) == 0 else np.asarray(deltas, dtype=float)
+    B = len(dev)
+    pres = np.array([0.0] + [pre(float(j)) for j in range(1, K + 2)])
+    p1, full = pres[1], td + pres[K]
+    longest = full + max(0.0, float(dev.max()))
+    most = lam * longest
+    spread = int(most + 6 * math.sqrt(most) + 6)
+    # The chance that the longest iteration gathers K prompts or more (the budget's carry-over).
+    carry = 1.0 - float(_poisson_pmf(most, np.arange(K)).sum()) if most > 0 else 0.0
+    # Waiting prompts the chain follows: what one iteration's arrivals reach, and past K only
+    # where they can be carried over.
+    Q = int(min(K + MAX_CARRIED, spread) if carry >= CARRY_NEGLIGIBLE else min(K, spread))
+    qs = np.arange(Q + 1)
+    j = np.minimum(qs, K)
+    # Iteration length per state (q, bin): the bin's deviation only where something is prefilled.
+    length = np.maximum(td + pres[j][:, None] + np.where(j[:, None] > 0, dev[None, :], 0.0), 1e-12)
+    A = min(Q, spread)
+    arr = np.arange(A + 1)
+    mean = lam * length                                          # (Q+1, B)
+    pa = np.exp(arr[None, None, :] * np.log(np.maximum(mean, 1e-300))[:, :, None] - mean[:, :, None]
+                - _LOG_FACTORIAL[arr][None, None, :])
+    pa[:, :, -1] = np.maximum(0.0, 1.0 - pa[:, :, :-1].sum(axis=2))           # A or more
+    # Transition (q, b) -> (min(Q, q - j + a), b'), b' uniform.
+    nxt = np.minimum(Q, (qs - j)[:, None] + arr[None, :])        # (Q+1, A+1)
+    if carry < CARRY_NEGLIGIBLE:
+        to_q = pa                                                # nothing carried: q' = a (A = Q)
+    else:
+        to_q = np.zeros((Q + 1, B, Q + 1))
+        np.add.at(to_q, (qs[:, None, None], np.arange(B)[None, :, None], nxt[:, None, :]), pa)
+    n_states = (Q + 1) * B
+    trans = np.repeat(to_q.reshape(n_states, Q + 1), B, axis=1) / B   # columns (q', b')
+    m = (trans - np.eye(n_states)).T
+    m[-1] = 1.0
+    rhs = np.zeros(n_states)
     rhs[-1] = 1.0
     try:
-        pi = np.clip(np.linalg.solve(a, rhs), 0.0, None)
+        pi = np.clip(np.linalg.solve(m, rhs), 0.0, None)
     except np.linalg.LinAlgError:
-        pi = np.eye(top + 1)[0]
-    weight = pi * length
-    weight = weight / weight.sum() if weight.sum() > 0 else np.eye(top + 1)[0]
-    # Others in the same prefill: the arrivals of the iteration, at most kmax - 1.
-    if top > 1:
-        others = arrivals[:, :top].copy()
-        others[:, -1] += arrivals[:, top]
-    else:
-        others = np.ones((top + 1, 1))
-    others = others / np.maximum(others.sum(axis=1, keepdims=True), 1e-300)
-    keep = weight > 1e-12
-    u = _U16
-    vals = (u[None, :, None] * length[keep][:, None, None] + extra[:others.shape[1]][None, None, :]).ravel()
-    probs = (busy / 16 * weight[keep][:, None, None] * others[keep][:, None, :] * np.ones((1, 16, 1))).ravel()
-    return np.concatenate([[0.0], vals]), np.concatenate([[1.0 - busy], probs])
+        pi = np.eye(n_states)[0]
+    weight = pi * length.ravel()
+    weight = weight / weight.sum() if weight.sum() > 0 else np.eye(n_states)[0]
+    keep = np.nonzero(weight > 1e-6)[0]
+    if not keep.size:
+        return np.zeros(1), np.ones(1)
+    q_k = qs[keep // B]
+    left_k = q_k - j[keep // B]                                  # prompts ahead carried over
+    L_k = length.ravel()[keep]
+    w_k = weight[keep]
+    if carry < CARRY_NEGLIGIBLE:
+        # No carry-over (CARRY_NEGLIGIBLE even for the longest iteration): every prompt that
+        # arrives during an iteration is prefilled in the next, with all the others of that
+        # iteration (Poisson, lam L, at most K - 1 of them): one draw, no before/after split.
+        u = _U16
+        others = pa[keep // B, keep % B]                          # (S, A+1)
+        extra = pres[np.minimum(arr + 1, K)] - p1
+        vals = (1 - u)[None, :, None] * L_k[:, None, None] + extra[None, None, :]
+        probs = busy * w_k[:, None, None] / len(u) * others[:, None, :] * np.ones((1, len(u), 1))
+        return np.concatenate([[0.0], vals.ravel()]), np.concatenate([[1.0 - busy], probs.ravel()])
+    u = _U4                                                      # share of the iteration already run
+    # Arrivals before it in its iteration: Poisson (lam u L), truncated at the chain's support.
+    ab = np.exp(arr[None, None, :] * np.log(np.maximum(lam * u[None, :, None] * L_k[:, None, None], 1e-300))
+                - lam * u[None, :, None] * L_k[:, None, None] - _LOG_FACTORIAL[arr][None, None, :])
+    ab /= ab.sum(axis=2, keepdims=True)
+    # In its batch (no full iteration to wait: left + a_b < K) the prompt is prefilled with
+    # min(K - 1, left + a_b + a_a) others. a_b + a_a is the iteration's arrivals (Poisson, lam L)
+    # and a_b, given their number t, is Binomial(t, u). Totals t with left + t <= K - 2 give
+    # distinct batches (and a_b <= t is then inside the batch); all larger ones fill it (K - 1
+    # others), with mass P(a_b <= K - 1 - left) - P(t <= K - 2 - left).
+    ts = np.arange(K)
+    pois = _poisson_pmf_rows(lam * L_k, ts)                       # (S, K)
+    small = (left_k[:, None] + ts[None, :]) <= K - 2              # (S, K)
+    cdf = np.concatenate([np.zeros(ab.shape[:2] + (1,)), np.cumsum(ab, axis=2)], axis=2)   # P(a_b < x)
+    idx_s, idx_u = np.arange(len(L_k))[:, None], np.arange(len(u))[None, :]
+    c = np.clip(K - left_k, 0, A + 1)                            # P(a_b <= K - 1 - left) = cdf[.., K - left]
+    in_batch = cdf[idx_s, idx_u, c[:, None]]                     # (S, U)
+    distinct = np.where(small, pois, 0.0)                        # (S, K): t small, a_b inside
+    fill = np.clip(in_batch - distinct.sum(axis=1)[:, None], 0.0, None)
+    resid = (1 - u)[None, :, None] * L_k[:, None, None]           # (S, U, 1)
+    extra_t = pres[np.minimum(np.minimum(left_k[:, None] + ts[None, :], K - 1) + 1, K)] - p1   # (S, K)
+    vals_now = np.concatenate([resid + extra_t[:, None, :], resid + (pres[K] - p1)], axis=2)
+    probs_now = np.concatenate([np.broadcast_to(distinct[:, None, :], (len(L_k), len(u), K)),
+                                fill[:, :, None]], axis=2)
+    # Behind a full batch: w = (left + a_b) // K full iterations first, then a full batch.
+    w_max = int((left_k.max() + A) // K)
+    waits = np.arange(1, w_max + 1)
+    if w_max:
+        lo = np.clip(waits[None, :] * K - left_k[:, None], 0, A + 1)                          # (S, W)
+        hi = np.clip((waits[None, :] + 1) * K - left_k[:, None], 0, A + 1)
+        later = (cdf[idx_s[:, :, None], idx_u[:, :, None], hi[:, None, :]]
+                 - cdf[idx_s[:, :, None], idx_u[:, :, None], lo[:, None, :]])                 # (S, U, W)
+        vals_later = resid + waits[None, None, :] * full + (pres[K] - p1)
+        vals_now = np.concatenate([vals_now, vals_later], axis=2)
+        probs_now = np.concatenate([probs_now, np.clip(later, 0.0, None)], axis=2)
+    probs = busy * w_k[:, None, None] / len(u) * probs_now
+    return np.concatenate([[0.0], vals_now.ravel()]), np.concatenate([[1.0 - busy], probs.ravel()])
 
 
 _U16 = np.linspace(0.0, 1.0, 17)[1:] - 1 / 32                      # 16 midpoints of (0, 1)
+_U4 = (np.arange(4) + 0.5) / 4
 _U64 = (np.arange(64) + 0.5) / 64
 
 
@@ -403,8 +482,14 @@ def _ttft(step: StepTimes, traffic: Traffic, max_batch: int, dec: Callable[[floa
     def extra(j: float) -> float:
         return pre(1 + j) - p1
 
+    if traffic.input.dist == "fixed":
+        own = (np.array([p1]), np.ones(1))
+    else:
+        own = (np.array(step.prefills([traffic.input.quantile(q) for q in _U64])), np.full(64, 1 / 64))
     if D:
-        busy_part = _arrival_iteration(lam, td, pre, kmax, busy)
+        # One prompt's prefill deviation from the mean-length prompt's, in 4 equal-weight bins.
+        deltas = own[0].reshape(4, 16).mean(axis=1) - p1 if len(own[0]) == 64 else None
+        busy_part = _arrival_iteration(lam, td, pre, kmax, busy, deltas)
     else:
         with_prefill = td_first + p1 + extra(_poisson_q(others, 0.5))
         u = _U16
@@ -421,10 +506,6 @@ def _ttft(step: StepTimes, traffic: Traffic, max_batch: int, dec: Callable[[floa
         both_p = (r_prob[:, None] * (pj / pj.sum())[None, :]).ravel()
         busy_part = (np.concatenate([[0.0], both]), np.concatenate([[1 - busy], busy * both_p]))
     decode = (np.array([0.0, td]), np.array([math.exp(-n), 1 - math.exp(-n)])) if D else (np.zeros(1), np.ones(1))
-    if traffic.input.dist == "fixed":
-        own = (np.array([p1]), np.ones(1))
-    else:
-        own = (np.array(step.prefills([traffic.input.quantile(q) for q in _U64])), np.full(64, 1 / 64))
     u = _U16
     wait = (np.concatenate([[0.0], -np.log(1 - u) / decay]), np.concatenate([[1 - pc], np.full(16, pc / 16)]))
     t50, t99 = _sum_quantiles([busy_part, decode, own, wait], (0.5, 0.99))
