@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Optional
 
 import typer
+from pydantic import BaseModel
 
 from gpucluster.cli.render import console, num, print_json, safe
 
@@ -139,7 +140,7 @@ def _show(family: str, entry) -> None:
                 walk(value.items(), path + ".")
             elif isinstance(value, list) and key != "aliases":
                 walk([("", v) for v in value], prefix)
-            elif hasattr(value, "model_fields") and key != "sources":
+            elif isinstance(value, BaseModel) and key != "sources":
                 walk(((k, getattr(value, k)) for k in type(value).model_fields), path + ".")
             elif key not in ("sources", "aliases", "name") and value is not None and not isinstance(value, list):
                 t.add_row(safe(path), safe(value), "", "")
