@@ -329,14 +329,14 @@ def _poisson_pmf_rows(means: np.ndarray, js: np.ndarray) -> np.ndarray:
 
 
 def _arrival_iteration(lam: float, td: float, pre: Callable[[float], float], kmax: float, busy: float,
-                       deltas: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+                       deltas: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The part of a prompt's TTFT spent in the iteration it arrives during, in the full
     iterations it then waits behind, and in its own iteration beyond its own one-prompt prefill
     and decode step: (values, probabilities).
 
     An iteration starts with q prompts waiting and prefills j = min(q, K) of them (K: the token
     budget's prompts), taking L = td + pre(j), plus, with variable prompt lengths, one of its
-    prompts' deviation from the mean-length prefill (`deltas`: equal-weight bins). The prompts
+    prompts' deviation from the mean-length prefill (`deltas`: bins and their weights). The prompts
     that arrive during it (Poisson with mean lam L) join the q - j left over: a Markov chain on
     (q, bin) whose stationary law is pi. An arrival lands in state s in proportion to pi_s L_s
     (long iterations catch more arrivals), a uniform share u of the way through. Ahead of it are
@@ -348,15 +348,17 @@ def _arrival_iteration(lam: float, td: float, pre: Callable[[float], float], kma
     2,048-token prompts at 60% load, 0.48x for 4,096-token ones at 85%
     (benchmarks/serving_queue_check.py)."""
     K = int(max(1, min(kmax, MAX_PROMPT_TYPES)))
-    dev = np.zeros(1) if deltas is None or len(deltas) == 0 else np.asarray(deltas, dtype=float)
+    dev, share = (np.zeros(1), np.ones(1)) if deltas is None else deltas
     B = len(dev)
     pres = np.array([0.0] + [pre(float(j)) for j in range(1, K + 2)])
     p1, full = pres[1], td + pres[K]
     longest = full + max(0.0, float(dev.max()))
     most = lam * longest
     spread = int(most + 6 * math.sqrt(most) + 6)
-    # The chance that the longest iteration gathers K prompts or more (the budget's carry-over).
-    carry = 1.0 - float(_poisson_pmf(most, np.arange(K)).sum()) if most > 0 else 0.0
+    # The chance that a full iteration gathers K prompts or more (the budget's carry-over),
+    # over the length bins (the longest is rare).
+    full_means = lam * np.maximum(full + dev, 1e-12)
+    carry = float(share @ (1.0 - _poisson_pmf_rows(full_means, np.arange(K)).sum(axis=1))) if lam > 0 else 0.0
     # Waiting prompts the chain follows: what one iteration's arrivals reach, and past K only
     # where they can be carried over.
     Q = int(min(K + MAX_CARRIED, spread) if carry >= CARRY_NEGLIGIBLE else min(K, spread))
@@ -377,19 +379,21 @@ def _arrival_iteration(lam: float, td: float, pre: Callable[[float], float], kma
     else:
         to_q = np.zeros((Q + 1, B, Q + 1))
         np.add.at(to_q, (qs[:, None, None], np.arange(B)[None, :, None], nxt[:, None, :]), pa)
+    trans = np.einsum("qbr,b->qr", to_q, share)                 # averaged over the bins
+    # The bin is drawn afresh for each iteration, so it is independent of q: pi(q, b) = pi_q(q) w_b,
+    # with pi_q the stationary law of the chain on q with its transitions averaged over the bins.
     n_states = (Q + 1) * B
-    trans = np.repeat(to_q.reshape(n_states, Q + 1), B, axis=1) / B   # columns (q', b')
-    m = (trans - np.eye(n_states)).T
+    m = (trans - np.eye(Q + 1)).T
     m[-1] = 1.0
-    rhs = np.zeros(n_states)
+    rhs = np.zeros(Q + 1)
     rhs[-1] = 1.0
     try:
-        pi = np.clip(np.linalg.solve(m, rhs), 0.0, None)
+        pi_q = np.clip(np.linalg.solve(m, rhs), 0.0, None)
     except np.linalg.LinAlgError:
-        pi = np.eye(n_states)[0]
-    weight = pi * length.ravel()
+        pi_q = np.eye(Q + 1)[0]
+    weight = (pi_q[:, None] * share[None, :] * length).ravel()
     weight = weight / weight.sum() if weight.sum() > 0 else np.eye(n_states)[0]
-    keep = np.nonzero(weight > 1e-6)[0]
+    keep = np.nonzero(weight > 1e-5)[0]
     if not keep.size:
         return np.zeros(1), np.ones(1)
     q_k = qs[keep // B]
@@ -400,7 +404,7 @@ def _arrival_iteration(lam: float, td: float, pre: Callable[[float], float], kma
         # No carry-over (CARRY_NEGLIGIBLE even for the longest iteration): every prompt that
         # arrives during an iteration is prefilled in the next, with all the others of that
         # iteration (Poisson, lam L, at most K - 1 of them): one draw, no before/after split.
-        u = _U16
+        u = _U8 if B == 1 else _U4                               # fewer shares where bins multiply states
         others = pa[keep // B, keep % B]                          # (S, A+1)
         extra = pres[np.minimum(arr + 1, K)] - p1
         vals = (1 - u)[None, :, None] * L_k[:, None, None] + extra[None, None, :]
@@ -447,7 +451,9 @@ def _arrival_iteration(lam: float, td: float, pre: Callable[[float], float], kma
 
 _U16 = np.linspace(0.0, 1.0, 17)[1:] - 1 / 32                      # 16 midpoints of (0, 1)
 _U4 = (np.arange(4) + 0.5) / 4
+_U8 = (np.arange(8) + 0.5) / 8
 _U64 = (np.arange(64) + 0.5) / 64
+_TAIL_BINS = (16, 16, 16, 8, 4, 2, 1, 1)                           # quantiles per bin, of 64
 
 
 def _ttft(step: StepTimes, traffic: Traffic, max_batch: int, dec: Callable[[float], float],
@@ -487,8 +493,13 @@ def _ttft(step: StepTimes, traffic: Traffic, max_batch: int, dec: Callable[[floa
     else:
         own = (np.array(step.prefills([traffic.input.quantile(q) for q in _U64])), np.full(64, 1 / 64))
     if D:
-        # One prompt's prefill deviation from the mean-length prompt's, in 4 equal-weight bins.
-        deltas = own[0].reshape(4, 16).mean(axis=1) - p1 if len(own[0]) == 64 else None
+        # One prompt's prefill deviation from the mean-length prompt's, in 8 bins of the 64
+        # quantiles, finer in the tail (the longest 1/64 of an exponential length is 5.2x its mean).
+        deltas = None
+        if len(own[0]) == 64:
+            edges = np.cumsum([0, *_TAIL_BINS])
+            deltas = (np.array([own[0][a:b].mean() for a, b in zip(edges[:-1], edges[1:], strict=True)]) - p1,
+                      np.array(_TAIL_BINS) / 64)
         busy_part = _arrival_iteration(lam, td, pre, kmax, busy, deltas)
     else:
         with_prefill = td_first + p1 + extra(_poisson_q(others, 0.5))
@@ -558,25 +569,45 @@ def max_rate(step: StepTimes, traffic: Traffic, max_batch: int, slo_ttft: float 
     def at(rate: float, latency: bool = True) -> ServingPoint:
         return analyze(step, Traffic(rate, traffic.input, traffic.output), max_batch, latency=latency)
 
-    # Only a TTFT SLO needs each probe's TTFT (a convolution): the others are judged without it.
-    probe_latency = slo_ttft is not None
+    def bisect(lo: float, hi: float, low_point: ServingPoint, latency: bool,
+               reason: str) -> tuple[float, ServingPoint, str]:
+        best = low_point
+        for _ in range(40):
+            mid = math.sqrt(lo * hi)
+            p = at(mid, latency)
+            why = ok(p) if latency else ok_without_ttft(p)
+            if why is None:
+                lo, best = mid, p
+            else:
+                hi, reason = mid, why
+            if hi / lo < 1.005:
+                break
+        return lo, best, reason
+
+    def ok_without_ttft(p: ServingPoint) -> str | None:
+        if not p.stable:
+            return "capacity"
+        if slo_tpot is not None and p.tpot_p99 is not None and p.tpot_p99 > slo_tpot:
+            return "TPOT SLO"
+        return None
+
+    # Capacity and TPOT first, without TTFT (a convolution per probe); then, only where a TTFT SLO
+    # is given and broken at that rate, the highest rate below it that meets it too (TTFT p99
+    # grows with the rate).
     sat = saturated(step, traffic, max_batch)
     hi = sat.rate * 1.05
-    low_point = at(hi * 1e-4, probe_latency)
-    why = ok(low_point)
+    low = hi * 1e-4
+    low_point = at(low, False)
+    why = ok_without_ttft(low_point)
     if why is not None:
-        return 0.0, low_point if probe_latency else at(hi * 1e-4), why
-    lo, best, reason = hi * 1e-4, low_point, "capacity"
-    for _ in range(40):
-        mid = math.sqrt(lo * hi)
-        p = at(mid, probe_latency)
-        why = ok(p)
-        if why is None:
-            lo, best = mid, p
-        else:
-            hi, reason = mid, why
-        if hi / lo < 1.005:
-            break
-    if best_latency and not probe_latency:
-        best = at(lo)
-    return lo, best, reason
+        return 0.0, at(low), why
+    rate, best, reason = bisect(low, hi, low_point, False, "capacity")
+    if slo_ttft is None:
+        return rate, (at(rate) if best_latency else best), reason
+    top = at(rate)
+    if ok(top) is None:
+        return rate, top, reason
+    low_point = at(low)
+    if ok(low_point) is not None:
+        return 0.0, low_point, "TTFT SLO"
+    return bisect(low, rate, low_point, True, "TTFT SLO")
