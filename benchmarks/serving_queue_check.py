@@ -20,14 +20,15 @@ import sys
 
 from gpucluster.model.serving.batcher_sim import simulate
 from gpucluster.model.serving.kv_cache import Quant
-from gpucluster.model.serving.queueing import Lengths, StepModel, Traffic, analyze, saturated
+from gpucluster.model.serving.queueing import Dist, Lengths, StepModel, Traffic, analyze, saturated
 from gpucluster.model.serving.step_time import Replica
 from gpucluster.plan.fabric_from import from_flags
 from gpucluster.specs.workload import load_model_spec
 
 MODELS = (("llama3-8b", 1), ("llama3-70b", 4))
-SHAPES = ((512, 256, "fixed"), (2048, 256, "fixed"), (1024, 512, "uniform"), (512, 128, "exponential"),
-          (4096, 128, "fixed"))
+SHAPES: tuple[tuple[int, int, Dist], ...] = (
+    (512, 256, "fixed"), (2048, 256, "fixed"), (1024, 512, "uniform"), (512, 128, "exponential"),
+    (4096, 128, "fixed"))
 LOADS = (0.3, 0.6, 0.85)
 MAX_BATCH = 256
 

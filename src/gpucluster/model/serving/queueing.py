@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from itertools import pairwise
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
@@ -498,7 +499,7 @@ def _ttft(step: StepTimes, traffic: Traffic, max_batch: int, dec: Callable[[floa
         deltas = None
         if len(own[0]) == 64:
             edges = np.cumsum([0, *_TAIL_BINS])
-            deltas = (np.array([own[0][a:b].mean() for a, b in zip(edges[:-1], edges[1:], strict=True)]) - p1,
+            deltas = (np.array([own[0][a:b].mean() for a, b in pairwise(edges)]) - p1,
                       np.array(_TAIL_BINS) / 64)
         busy_part = _arrival_iteration(lam, td, pre, kmax, busy, deltas)
     else:
