@@ -2,6 +2,7 @@
 
 import math
 
+import numpy as np
 import pytest
 
 from gpucluster.model.serving.batcher_sim import simulate
@@ -77,6 +78,26 @@ def test_ttft_p99_follows_the_bursts_of_long_prefills(step, prompt, load):
     model, sim = analyze(step, t, 256), simulate(step, t, 256, requests=2000, seed=0)
     assert model.ttft_p99 == pytest.approx(sim.ttft_p99, rel=0.12)
     assert model.ttft_p50 == pytest.approx(sim.ttft_p50, rel=0.08)
+
+
+@pytest.mark.parametrize("prompt, out, load, within", [(2048, 256, 0.6, 0.10), (4096, 128, 0.6, 0.35)])
+def test_tpot_p99_counts_the_clustering_of_prefills(step, prompt, out, load, within):
+    """A running sequence shares its iterations with the prefills of the prompts that arrive, and
+    a long prefill lets in the prompts of the next: the count alone gave 0.86x the run's TPOT p99
+    for 2,048-token prompts and 0.58x for 4,096-token ones at 60% load."""
+    cap = saturated(step, traffic(1, s=prompt, o=out), 256).rate
+    t = traffic(load * cap, s=prompt, o=out)
+    model, sim = analyze(step, t, 256), simulate(step, t, 256, requests=2000, seed=0)
+    assert model.tpot_p99 == pytest.approx(sim.tpot_p99, rel=within)
+
+
+def test_prefill_variance_is_poisson_without_clustering_and_grows_with_it():
+    from gpucluster.model.serving.prompt_chain import prefill_variance
+    pre = lambda k: 0.01 * k  # noqa: E731  (linear: 10 ms per prompt)
+    assert prefill_variance(1e-6, 0.5, pre) == pytest.approx(0.5 * 0.01 ** 2, rel=1e-3)
+    assert prefill_variance(50.0, 0.5, pre) == pytest.approx(0.5 * 0.01 ** 2 / (1 - 0.5) ** 2)
+    bins = (np.array([-0.005, 0.005]), np.array([0.5, 0.5]))
+    assert prefill_variance(1e-6, 0.5, pre, bins) == pytest.approx(0.5 * (0.01 ** 2 + 0.005 ** 2), rel=1e-3)
 
 
 def test_prefill_only_traffic(step):

@@ -44,12 +44,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from itertools import pairwise
+from functools import lru_cache
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
 import numpy as np
 
+from gpucluster.model.serving.prompt_chain import (PromptChain, arrival_iteration, poisson_pmf, prefill_variance,
+                                                   prompt_chain)
 from gpucluster.model.serving.step_table import StepModel as StepModel  # the GPU replica's StepTimes
 
 Z99 = 2.326
@@ -107,6 +109,8 @@ class StepTimes(Protocol):
     def decoder(self, ctx: float) -> Callable[[float], float]: ...
 
     def prefiller(self, tokens: float) -> Callable[[float], float]: ...
+
+    def __hash__(self) -> int: ...                 # by identity: per-replica results are cached
 
 
 @dataclass
@@ -289,187 +293,93 @@ def analyze(step: StepTimes, traffic: Traffic, max_batch: int, *, latency: bool 
         rho = lam / saturated(step, traffic, max_batch).rate
         if rho >= 1:
             stable = False
+    own = _own_prefills(step, traffic, pre)
+    bins = _length_bins(step, traffic)
+    # The prompts waiting per iteration as a Markov chain (prompt_chain.py): what TTFT needs.
+    chain = prompt_chain(lam, td, pre, kmax, bins) if D > 0 and latency and stable else None
     ttft50 = ttft99 = math.nan
     if latency and stable:
-        ttft50, ttft99 = _ttft(step, traffic, max_batch, dec, pre, T, n, k, td, a, rho)
+        ttft50, ttft99 = _ttft(step, traffic, max_batch, pre, T, n, td, a, rho, own, chain)
     tpot50 = tpot99 = None
     if D > 0:
         tpot50 = T
         n99 = min(float(max_batch), max(1.0, _poisson_q(n, 0.99)))
-        # Short requests see the prefills of few iterations: their average fluctuates most;
-        # the 5th-percentile output length stands for them.
-        d_short = max(1.0, traffic.output.quantile(0.05) - 1)
-        per_prompt = pre(max(k, 1.0)) / max(k, 1.0)
-        burst = Z99 * per_prompt * math.sqrt(k / d_short) if k > 0 else 0.0
+        # The prefill time per iteration varies, and clusters (a long prefill lets in the prompts
+        # of the next: prompt_chain.prefill_variance): over a request's d decode iterations its
+        # mean has variance s^2 / d, so short requests fluctuate most. The p99 over requests is
+        # that of the mixture over output lengths.
+        burst = _mixture_p99(math.sqrt(prefill_variance(lam, k, pre, bins)), traffic.output)
         tpot99 = T + (dec(n99) - td) + burst
     if not stable:
         ttft50 = ttft99 = math.inf
     return ServingPoint(lam, stable, T, n, max_batch, share, ttft50, ttft99, tpot50, tpot99, lam * O if stable else 0.0)
 
 
-_LOG_FACTORIAL = np.array([math.lgamma(j + 1) for j in range(256)])
-
-
-def _poisson_pmf(mean: float, js: np.ndarray) -> np.ndarray:
-    return np.exp(js * math.log(max(mean, 1e-300)) - mean - _LOG_FACTORIAL[js])
-
-
-# Prompts one iteration prefills that the arrival mixture tells apart (the token budget's kmax,
-# at most this), and prompts waiting beyond them that it follows (the rest are folded in).
-MAX_PROMPT_TYPES = 32
-MAX_CARRIED = 48
-# Below this chance that even the longest iteration gathers a full budget of prompts, the carry-over
-# cannot move a p99 (an event of 1% probability): the chain and the TTFT skip it.
-CARRY_NEGLIGIBLE = 1e-4
-
-
-def _poisson_pmf_rows(means: np.ndarray, js: np.ndarray) -> np.ndarray:
-    """Poisson pmfs, one row per mean."""
-    return np.exp(js[None, :] * np.log(np.maximum(means, 1e-300))[:, None] - means[:, None]
-                  - _LOG_FACTORIAL[js][None, :])
-
-
-def _arrival_iteration(lam: float, td: float, pre: Callable[[float], float], kmax: float, busy: float,
-                       deltas: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """The part of a prompt's TTFT spent in the iteration it arrives during, in the full
-    iterations it then waits behind, and in its own iteration beyond its own one-prompt prefill
-    and decode step: (values, probabilities).
-
-    An iteration starts with q prompts waiting and prefills j = min(q, K) of them (K: the token
-    budget's prompts), taking L = td + pre(j), plus, with variable prompt lengths, one of its
-    prompts' deviation from the mean-length prefill (`deltas`: bins and their weights). The prompts
-    that arrive during it (Poisson with mean lam L) join the q - j left over: a Markov chain on
-    (q, bin) whose stationary law is pi. An arrival lands in state s in proportion to pi_s L_s
-    (long iterations catch more arrivals), a uniform share u of the way through. Ahead of it are
-    the q - j left over and the a_b that arrived before it (Poisson, lam u L): it waits
-    m = (q - j + a_b) // K full iterations (td + pre(K) each), then is prefilled with the prompts
-    ahead of it in that batch and, where there is room, the a_a that arrived after it (Poisson,
-    lam (1 - u) L). Without this a TTFT p99 read at the mean iteration missed the bursts in which
-    one long prefill gathers the prompts of the next: 0.67x the discrete-event run's p99 for
-    2,048-token prompts at 60% load, 0.48x for 4,096-token ones at 85%
-    (benchmarks/serving_queue_check.py)."""
-    K = int(max(1, min(kmax, MAX_PROMPT_TYPES)))
-    dev, share = (np.zeros(1), np.ones(1)) if deltas is None else deltas
-    B = len(dev)
-    pres = np.array([0.0] + [pre(float(j)) for j in range(1, K + 2)])
-    p1, full = pres[1], td + pres[K]
-    longest = full + max(0.0, float(dev.max()))
-    most = lam * longest
-    spread = int(most + 6 * math.sqrt(most) + 6)
-    # The chance that a full iteration gathers K prompts or more (the budget's carry-over),
-    # over the length bins (the longest is rare).
-    full_means = lam * np.maximum(full + dev, 1e-12)
-    carry = float(share @ (1.0 - _poisson_pmf_rows(full_means, np.arange(K)).sum(axis=1))) if lam > 0 else 0.0
-    # Waiting prompts the chain follows: what one iteration's arrivals reach, and past K only
-    # where they can be carried over.
-    Q = int(min(K + MAX_CARRIED, spread) if carry >= CARRY_NEGLIGIBLE else min(K, spread))
-    qs = np.arange(Q + 1)
-    j = np.minimum(qs, K)
-    # Iteration length per state (q, bin): the bin's deviation only where something is prefilled.
-    length = np.maximum(td + pres[j][:, None] + np.where(j[:, None] > 0, dev[None, :], 0.0), 1e-12)
-    A = min(Q, spread)
-    arr = np.arange(A + 1)
-    mean = lam * length                                          # (Q+1, B)
-    pa = np.exp(arr[None, None, :] * np.log(np.maximum(mean, 1e-300))[:, :, None] - mean[:, :, None]
-                - _LOG_FACTORIAL[arr][None, None, :])
-    pa[:, :, -1] = np.maximum(0.0, 1.0 - pa[:, :, :-1].sum(axis=2))           # A or more
-    # Transition (q, b) -> (min(Q, q - j + a), b'), b' uniform.
-    nxt = np.minimum(Q, (qs - j)[:, None] + arr[None, :])        # (Q+1, A+1)
-    if carry < CARRY_NEGLIGIBLE:
-        to_q = pa                                                # nothing carried: q' = a (A = Q)
-    else:
-        to_q = np.zeros((Q + 1, B, Q + 1))
-        np.add.at(to_q, (qs[:, None, None], np.arange(B)[None, :, None], nxt[:, None, :]), pa)
-    trans = np.einsum("qbr,b->qr", to_q, share)                 # averaged over the bins
-    # The bin is drawn afresh for each iteration, so it is independent of q: pi(q, b) = pi_q(q) w_b,
-    # with pi_q the stationary law of the chain on q with its transitions averaged over the bins.
-    n_states = (Q + 1) * B
-    m = (trans - np.eye(Q + 1)).T
-    m[-1] = 1.0
-    rhs = np.zeros(Q + 1)
-    rhs[-1] = 1.0
-    try:
-        pi_q = np.clip(np.linalg.solve(m, rhs), 0.0, None)
-    except np.linalg.LinAlgError:
-        pi_q = np.eye(Q + 1)[0]
-    weight = (pi_q[:, None] * share[None, :] * length).ravel()
-    weight = weight / weight.sum() if weight.sum() > 0 else np.eye(n_states)[0]
-    keep = np.nonzero(weight > 1e-5)[0]
-    if not keep.size:
-        return np.zeros(1), np.ones(1)
-    q_k = qs[keep // B]
-    left_k = q_k - j[keep // B]                                  # prompts ahead carried over
-    L_k = length.ravel()[keep]
-    w_k = weight[keep]
-    if carry < CARRY_NEGLIGIBLE:
-        # No carry-over (CARRY_NEGLIGIBLE even for the longest iteration): every prompt that
-        # arrives during an iteration is prefilled in the next, with all the others of that
-        # iteration (Poisson, lam L, at most K - 1 of them): one draw, no before/after split.
-        u = _U8 if B == 1 else _U4                               # fewer shares where bins multiply states
-        others = pa[keep // B, keep % B]                          # (S, A+1)
-        extra = pres[np.minimum(arr + 1, K)] - p1
-        vals = (1 - u)[None, :, None] * L_k[:, None, None] + extra[None, None, :]
-        probs = busy * w_k[:, None, None] / len(u) * others[:, None, :] * np.ones((1, len(u), 1))
-        return np.concatenate([[0.0], vals.ravel()]), np.concatenate([[1.0 - busy], probs.ravel()])
-    u = _U4                                                      # share of the iteration already run
-    # Arrivals before it in its iteration: Poisson (lam u L), truncated at the chain's support.
-    ab = np.exp(arr[None, None, :] * np.log(np.maximum(lam * u[None, :, None] * L_k[:, None, None], 1e-300))
-                - lam * u[None, :, None] * L_k[:, None, None] - _LOG_FACTORIAL[arr][None, None, :])
-    ab /= ab.sum(axis=2, keepdims=True)
-    # In its batch (no full iteration to wait: left + a_b < K) the prompt is prefilled with
-    # min(K - 1, left + a_b + a_a) others. a_b + a_a is the iteration's arrivals (Poisson, lam L)
-    # and a_b, given their number t, is Binomial(t, u). Totals t with left + t <= K - 2 give
-    # distinct batches (and a_b <= t is then inside the batch); all larger ones fill it (K - 1
-    # others), with mass P(a_b <= K - 1 - left) - P(t <= K - 2 - left).
-    ts = np.arange(K)
-    pois = _poisson_pmf_rows(lam * L_k, ts)                       # (S, K)
-    small = (left_k[:, None] + ts[None, :]) <= K - 2              # (S, K)
-    cdf = np.concatenate([np.zeros(ab.shape[:2] + (1,)), np.cumsum(ab, axis=2)], axis=2)   # P(a_b < x)
-    idx_s, idx_u = np.arange(len(L_k))[:, None], np.arange(len(u))[None, :]
-    c = np.clip(K - left_k, 0, A + 1)                            # P(a_b <= K - 1 - left) = cdf[.., K - left]
-    in_batch = cdf[idx_s, idx_u, c[:, None]]                     # (S, U)
-    distinct = np.where(small, pois, 0.0)                        # (S, K): t small, a_b inside
-    fill = np.clip(in_batch - distinct.sum(axis=1)[:, None], 0.0, None)
-    resid = (1 - u)[None, :, None] * L_k[:, None, None]           # (S, U, 1)
-    extra_t = pres[np.minimum(np.minimum(left_k[:, None] + ts[None, :], K - 1) + 1, K)] - p1   # (S, K)
-    vals_now = np.concatenate([resid + extra_t[:, None, :], resid + (pres[K] - p1)], axis=2)
-    probs_now = np.concatenate([np.broadcast_to(distinct[:, None, :], (len(L_k), len(u), K)),
-                                fill[:, :, None]], axis=2)
-    # Behind a full batch: w = (left + a_b) // K full iterations first, then a full batch.
-    w_max = int((left_k.max() + A) // K)
-    waits = np.arange(1, w_max + 1)
-    if w_max:
-        lo = np.clip(waits[None, :] * K - left_k[:, None], 0, A + 1)                          # (S, W)
-        hi = np.clip((waits[None, :] + 1) * K - left_k[:, None], 0, A + 1)
-        later = (cdf[idx_s[:, :, None], idx_u[:, :, None], hi[:, None, :]]
-                 - cdf[idx_s[:, :, None], idx_u[:, :, None], lo[:, None, :]])                 # (S, U, W)
-        vals_later = resid + waits[None, None, :] * full + (pres[K] - p1)
-        vals_now = np.concatenate([vals_now, vals_later], axis=2)
-        probs_now = np.concatenate([probs_now, np.clip(later, 0.0, None)], axis=2)
-    probs = busy * w_k[:, None, None] / len(u) * probs_now
-    return np.concatenate([[0.0], vals_now.ravel()]), np.concatenate([[1.0 - busy], probs.ravel()])
-
-
 _U16 = np.linspace(0.0, 1.0, 17)[1:] - 1 / 32                      # 16 midpoints of (0, 1)
-_U4 = (np.arange(4) + 0.5) / 4
-_U8 = (np.arange(8) + 0.5) / 8
 _U64 = (np.arange(64) + 0.5) / 64
 _TAIL_BINS = (16, 16, 16, 8, 4, 2, 1, 1)                           # quantiles per bin, of 64
 
 
-def _ttft(step: StepTimes, traffic: Traffic, max_batch: int, dec: Callable[[float], float],
-          pre: Callable[[float], float], T: float, n: float, k: float, td: float, a: float,
-          rho: float) -> tuple[float, float]:
-    """TTFT p50 and p99 of a stable point (iteration T, n running, k prompts per iteration, decode
-    step td, a = slot load in Erlang, rho = compute load of prefill-only traffic)."""
+def _mixture_p99(sd: float, output: Lengths) -> float:
+    """The 99th percentile of a mean of d iid deviations of standard deviation `sd` (normal), d the
+    decode steps of a request whose output length follows `output` (16 quantiles)."""
+    if sd <= 0:
+        return 0.0
+    if output.dist == "fixed":
+        return Z99 * sd / math.sqrt(max(1.0, output.mean - 1))
+    root_d = _decode_steps(output)
+    x = np.linspace(0.0, Z99 * sd / float(root_d.min()), 128)
+    # P(mean deviation > x) over the mixture: the normal tail (Abramowitz-Stegun 26.2.17, |error|
+    # < 7.5e-8) at x sqrt(d) / sd, averaged over the output quantiles.
+    z = x[:, None] * root_d[None, :] / sd
+    t = 1.0 / (1.0 + 0.2316419 * z)
+    poly = t * (0.319381530 + t * (-0.356563782 + t * (1.781477937 + t * (-1.821255978 + t * 1.330274429))))
+    tail = (np.exp(-0.5 * z * z) * poly).sum(axis=1) / (len(root_d) * math.sqrt(2 * math.pi))
+    return float(np.interp(-0.01, -tail, x))
+
+
+def _own_prefills(step: StepTimes, traffic: Traffic, pre: Callable[[float], float]) -> tuple[np.ndarray, np.ndarray]:
+    """One prompt's prefill time over its length distribution: (values, probabilities)."""
+    if traffic.input.dist == "fixed":
+        return np.array([pre(1)]), np.ones(1)
+    return _quantile_prefills(step, traffic.input)[0], np.full(64, 1 / 64)
+
+
+def _length_bins(step: StepTimes, traffic: Traffic) -> tuple[np.ndarray, np.ndarray] | None:
+    """One prompt's prefill deviation from the mean-length prompt's, in 8 bins of the 64
+    quantiles, finer in the tail (the longest 1/64 of an exponential length is 5.2x its mean);
+    None for fixed lengths."""
+    return None if traffic.input.dist == "fixed" else _quantile_prefills(step, traffic.input)[1]
+
+
+@lru_cache(maxsize=64)
+def _quantile_prefills(step: StepTimes, lengths: Lengths) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
+    """One prompt's prefill at 64 quantiles of its length, and _length_bins (a search asks them
+    at every rate of every replica shape)."""
+    own = np.array(step.prefills([lengths.quantile(q) for q in _U64]))
+    edges = np.cumsum([0, *_TAIL_BINS])
+    dev = np.add.reduceat(own, edges[:-1]) / np.array(_TAIL_BINS) - step.prefill(1, lengths.mean)
+    return own, (dev, np.array(_TAIL_BINS) / 64)
+
+
+@lru_cache(maxsize=64)
+def _decode_steps(output: Lengths) -> np.ndarray:
+    """sqrt(d) at 16 quantiles of a request's decode steps d = output - 1 (at least 1)."""
+    return np.sqrt(np.maximum(1.0, np.array([output.quantile(q) for q in _U16]) - 1))
+
+
+def _ttft(step: StepTimes, traffic: Traffic, max_batch: int, pre: Callable[[float], float], T: float,
+          n: float, td: float, a: float, rho: float, own: tuple[np.ndarray, np.ndarray],
+          chain: PromptChain | None) -> tuple[float, float]:
+    """TTFT p50 and p99 of a stable point (iteration T, n running, decode step td, a = slot load
+    in Erlang, rho = compute load of prefill-only traffic, `own`: one prompt's prefill over its
+    lengths, `chain`: the prompts waiting per iteration, None for prefill-only traffic)."""
     lam, S = traffic.rate, traffic.input.mean
     D = max(1.0, traffic.output.mean) - 1
     kmax = _kmax(S)
     hold = (D + 1) * T
     # The engine idles when no request is in the system (M/G/inf: Poisson occupancy).
     busy = 1.0 - math.exp(-lam * (D + 1) * T)
-    # A prompt's iteration includes a decode step only when sequences are running (Poisson n).
-    td_first = td * (1.0 - math.exp(-n)) if D else 0.0
     pc = 0.0
     decay = 1.0
     if max_batch < 4096:
@@ -483,39 +393,21 @@ def _ttft(step: StepTimes, traffic: Traffic, max_batch: int, dec: Callable[[floa
     # TTFT = residual of the running iteration + decode step in the prompt's iteration + its own
     # prefill + the prefill of the others admitted with it + the wait for a slot (or compute):
     # independent parts, their distribution convolved, p50 and p99 read off the sum.
-    others = min(lam * T, kmax)
-    p1 = pre(1)
-
-    def extra(j: float) -> float:
-        return pre(1 + j) - p1
-
-    if traffic.input.dist == "fixed":
-        own = (np.array([p1]), np.ones(1))
+    if chain is not None:
+        busy_part = arrival_iteration(chain, busy)
     else:
-        own = (np.array(step.prefills([traffic.input.quantile(q) for q in _U64])), np.full(64, 1 / 64))
-    if D:
-        # One prompt's prefill deviation from the mean-length prompt's, in 8 bins of the 64
-        # quantiles, finer in the tail (the longest 1/64 of an exponential length is 5.2x its mean).
-        deltas = None
-        if len(own[0]) == 64:
-            edges = np.cumsum([0, *_TAIL_BINS])
-            deltas = (np.array([own[0][a:b].mean() for a, b in pairwise(edges)]) - p1,
-                      np.array(_TAIL_BINS) / 64)
-        busy_part = _arrival_iteration(lam, td, pre, kmax, busy, deltas)
-    else:
-        with_prefill = td_first + p1 + extra(_poisson_q(others, 0.5))
+        # Prefill-only traffic: every busy iteration is a prefill; the prompts that arrive
+        # during the running one join this one's prefill.
+        others = min(lam * T, kmax)
+        p1 = pre(1)
+        with_prefill = pre(1 + _poisson_q(others, 0.5))
         u = _U16
-        in_prefill = 1.0                # prefill-only traffic: every busy iteration is a prefill
-        # Busy engine (probability `busy`): the residual of the running iteration, and the prompts
-        # that arrive during it join this one's prefill. Idle engine: neither.
-        r_vals = np.concatenate([u * with_prefill, u * td])
-        r_prob = np.concatenate([np.full(16, in_prefill / 16), np.full(16, (1 - in_prefill) / 16)])
         top = int(min(kmax - 1, _poisson_q(others, 0.99) + 3 * math.sqrt(others) + 3))
         js = np.arange(top + 1)
-        pj = _poisson_pmf(others, js)
-        j_vals = np.array([extra(float(j)) for j in js])
-        both = (r_vals[:, None] + j_vals[None, :]).ravel()
-        both_p = (r_prob[:, None] * (pj / pj.sum())[None, :]).ravel()
+        pj = poisson_pmf(others, js)
+        j_vals = np.array([pre(1.0 + j) - p1 for j in js])
+        both = ((u * with_prefill)[:, None] + j_vals[None, :]).ravel()
+        both_p = (np.full(16, 1 / 16)[:, None] * (pj / pj.sum())[None, :]).ravel()
         busy_part = (np.concatenate([[0.0], both]), np.concatenate([[1 - busy], busy * both_p]))
     decode = (np.array([0.0, td]), np.array([math.exp(-n), 1 - math.exp(-n)])) if D else (np.zeros(1), np.ones(1))
     u = _U16
