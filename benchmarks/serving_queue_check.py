@@ -34,7 +34,7 @@ MAX_BATCH = 256
 
 def main() -> int:
     fab = from_flags("H100:8", 1, "NDR400", None).fabric
-    p50s, p99s, tpots = [], [], []
+    p50s, p99s, tpots, tpot50s = [], [], [], []
     print(f"{'model':11} {'in':>5} {'out':>4} {'lengths':12} {'load':>5} {'TTFT p50 model/sim':>19} "
           f"{'TTFT p99 model/sim':>19} {'ratio':>6} {'TPOT p99 model/sim':>19} {'ratio':>6}  (ms)")
     for name, tp in MODELS:
@@ -51,14 +51,16 @@ def main() -> int:
                 p50s.append(m.ttft_p50 / sim.ttft_p50)
                 p99s.append(m.ttft_p99 / sim.ttft_p99)
                 tpots.append(m.tpot_p99 / sim.tpot_p99)
+                tpot50s.append((m.tpot_p50 or 0.0) / (sim.tpot_p50 or 1.0))
                 print(f"{name:11} {s_in:5} {s_out:4} {dist:12} {load:5.2f} {1e3 * m.ttft_p50:9.0f}/{1e3 * sim.ttft_p50:<9.0f} "
                       f"{1e3 * m.ttft_p99:9.0f}/{1e3 * sim.ttft_p99:<9.0f} {p99s[-1]:6.2f} "
                       f"{1e3 * m.tpot_p99:9.1f}/{1e3 * sim.tpot_p99:<9.1f} {tpots[-1]:6.2f}")
     med = lambda xs: math.exp(statistics.median(abs(math.log(x)) for x in xs))  # noqa: E731
     worst = lambda xs: max(xs, key=lambda x: abs(math.log(x)))  # noqa: E731
     print(f"\n{len(p99s)} points: TTFT p50 within x{med(p50s):.3f} (median), p99 within x{med(p99s):.3f} "
-          f"(median; target <= x1.15), worst p99 ratio {worst(p99s):.2f}; TPOT p99 within x{med(tpots):.3f} "
-          f"(median; target <= x1.15), worst ratio {worst(tpots):.2f}")
+          f"(median; target <= x1.15), worst p99 ratio {worst(p99s):.2f}; TPOT p50 within x{med(tpot50s):.3f} "
+          f"(median), worst ratio {worst(tpot50s):.2f}; TPOT p99 within x{med(tpots):.3f} (median; target <= x1.15), "
+          f"worst ratio {worst(tpots):.2f}")
     return 0 if med(p99s) <= 1.15 and med(tpots) <= 1.15 else 1
 
 

@@ -122,3 +122,19 @@ def test_continuous_beats_windowed_beats_one_at_a_time(step):
     cont = simulate(step, t, 256, mode="continuous", requests=600)
     assert cont.tokens_per_s >= window.tokens_per_s > 5 * single.tokens_per_s
     assert single.mean_batch == pytest.approx(1.0, rel=1e-3)
+
+
+@pytest.mark.parametrize("k", [0.05, 0.5, 1.0, 2.5, 7.0])
+def test_mean_prefill_of_poisson_prompts_is_exact_for_an_affine_prefill(k):
+    """With a fixed cost per prefill iteration (5 ms) and 10 ms per prompt, Poisson prompts per
+    iteration cost E[t(j)] = 5 (1 - e^-k) + 10 k: what the fixed point takes, not t(k)."""
+    from gpucluster.model.serving.queueing import _poisson_prefill, _prefill_fixed
+
+    def pre(x: float) -> float:    # interpolated between whole prompts, as the step tables are
+        lo = math.floor(x)
+        t = lambda j: 0.0 if j == 0 else 0.005 + 0.010 * j  # noqa: E731
+        return x * t(1) if lo == 0 else t(lo) + (t(lo + 1) - t(lo)) * (x - lo)
+
+    exact = sum(math.exp(-k) * k ** j / math.factorial(j) * (0.0 if j == 0 else 0.005 + 0.010 * j) for j in range(80))
+    assert _prefill_fixed(pre) == pytest.approx(0.005)
+    assert _poisson_prefill(pre, k, _prefill_fixed(pre)) == pytest.approx(exact, rel=1e-9)

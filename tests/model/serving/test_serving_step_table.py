@@ -113,9 +113,10 @@ def test_max_rate_point_is_the_full_analysis_at_that_rate(rep8b):
 
 
 def test_bisection_reads_the_tables_as_decode_and_prefill_do(rep8b):
-    """The bisection's inlined iteration time is decode(n) + prefill(k), also beyond the first
-    table blocks (batches over 512, prompts per iteration over 64) and for prefill-only traffic."""
-    from gpucluster.model.serving.queueing import _iteration_time
+    """The bisection's inlined iteration time is decode(n) + prefill(k) (with decode work: the
+    mean over Poisson prompts per iteration, _poisson_prefill), also beyond the first table blocks
+    (batches over 512, prompts per iteration over 64) and for prefill-only traffic."""
+    from gpucluster.model.serving.queueing import _iteration_time, _poisson_prefill, _prefill_fixed
 
     step = StepModel(rep8b)
     for D, S, top_n, kmax in ((255.0, 512.0, 512.0, 16.0), (63.0, 32.0, 2048.0, 256.0), (0.0, 256.0, 256.0, 32.0)):
@@ -126,5 +127,8 @@ def test_bisection_reads_the_tables_as_decode_and_prefill_do(rep8b):
             for T in (1e-12, 1e-4, 3e-3, 0.02, 0.1, 0.7, 5.0):
                 n = min(lam * D * T, top_n) if D else 0.0
                 k = lam * T
-                want = step.decode(n, ctx) + step.prefill(min(max(k, 1.0) if D == 0 else k, kmax), S)
-                assert f(T) == want, (D, S, lam, T)
+                if D:
+                    want = step.decode(n, ctx) + _poisson_prefill(pre, min(k, kmax), _prefill_fixed(pre))
+                else:
+                    want = step.prefill(min(max(k, 1.0), kmax), S)
+                assert f(T) == pytest.approx(want, rel=1e-12, abs=1e-15), (D, S, lam, T)

@@ -191,7 +191,8 @@ def _iteration_time(tables: tuple[tuple[float, ...], tuple[float, ...]], dec: Ca
     rate. Batches beyond the first table block go through `dec` and `pre`."""
     dtab, ptab = tables
     nd, np_ = len(dtab), len(ptab)
-    lam_d, floor = lam * D, math.floor
+    lam_d, floor, exp = lam * D, math.floor, math.exp
+    fixed = _prefill_fixed(pre) if D else 0.0
 
     def f(T: float) -> float:
         td = 0.0
@@ -215,14 +216,35 @@ def _iteration_time(tables: tuple[tuple[float, ...], tuple[float, ...]], dec: Ca
             k = kmax
         if k <= 0:
             return td + 0.0
+        # Poisson prompts per iteration: E[t_prefill(j)] is below t_prefill(k) by the fixed cost
+        # of the iterations without a prompt (see _poisson_prefill).
+        saving = fixed * (k - 1.0 + exp(-k) if k <= 1.0 else exp(-k)) if fixed else 0.0
         lo = floor(k)
         if lo == 0:
-            return td + k * ptab[1]
+            return td + k * ptab[1] - saving
         if lo + 1 < np_:
             t_lo = ptab[lo]
-            return td + (t_lo if lo == k else t_lo + (ptab[lo + 1] - t_lo) * (k - lo))
-        return td + pre(k)
+            return td + (t_lo if lo == k else t_lo + (ptab[lo + 1] - t_lo) * (k - lo)) - saving
+        return td + pre(k) - saving
     return f
+
+
+def _prefill_fixed(pre: Callable[[float], float]) -> float:
+    """The fixed cost of a prefill iteration, whatever its prompts: the intercept of the line
+    through t_prefill(1) and t_prefill(2) (admission, launches, one read of the weights)."""
+    return max(0.0, 2.0 * pre(1.0) - pre(2.0))
+
+
+def _poisson_prefill(pre: Callable[[float], float], k: float, fixed: float) -> float:
+    """The mean prefill time per iteration when the prompts per iteration are Poisson with mean
+    k: t_prefill interpolates linearly between whole prompts and charges a fraction k < 1 of one
+    prompt's fixed cost, where Poisson prompts leave a share e^-k of the iterations without any
+    (E[t(j)] = fixed (1 - e^-k) + marginal k for an affine t): the difference is
+    fixed (k - 1 + e^-k) below one prompt, fixed e^-k above."""
+    if k <= 0:
+        return 0.0
+    saving = fixed * (k - 1.0 + math.exp(-k) if k <= 1.0 else math.exp(-k))
+    return pre(k) - saving
 
 
 def analyze(step: StepTimes, traffic: Traffic, max_batch: int, *, latency: bool = True) -> ServingPoint:
@@ -245,10 +267,14 @@ def analyze(step: StepTimes, traffic: Traffic, max_batch: int, *, latency: bool 
     else:
         top_n, lam_d = float(max_batch), lam * D
 
+        fixed = _prefill_fixed(pre) if D else 0.0
+
         def f(T: float) -> float:
             n = min(lam_d * T, top_n) if D else 0.0
             k = lam * T
-            return dec(n) + pre(min(max(k, 1.0) if D == 0 else k, kmax))
+            if D == 0:
+                return dec(n) + pre(min(max(k, 1.0), kmax))
+            return dec(n) + _poisson_prefill(pre, min(k, kmax), fixed)
 
     # Solve T = f(T) by bisection: f(T) - T > 0 at the smallest iteration; look for a T where
     # it turns negative before the budget caps the prompts per iteration (else: over capacity).
@@ -276,7 +302,7 @@ def analyze(step: StepTimes, traffic: Traffic, max_batch: int, *, latency: bool 
     T = hi
     n = min(lam * D * T, float(max_batch)) if D else 0.0
     k = prompts(T)
-    share = pre(k) / T if T > 0 else 0.0
+    share = (_poisson_prefill(pre, k, _prefill_fixed(pre)) if D else pre(k)) / T if T > 0 else 0.0
     if not stable or share > 1:
         inf = math.inf
         return ServingPoint(lam, False, T, n, max_batch, min(share, 1.0), inf, inf,
