@@ -9,16 +9,17 @@ prefill, an upper bound (a fused batch reads the weights once).
 Steady state at arrival rate lambda, for requests of S prompt tokens and O output tokens
 (D = O - 1 decode tokens each), solves for the mean iteration time T:
 
-    T = t_decode(n) + t_prefill(k),   k = lambda x T prompts per iteration,
-                                      n = lambda x D x T running sequences (Little's law)
+    T = t_decode(n) + E[t_prefill(j)],   j Poisson with mean k = lambda x T prompts,
+                                         n = lambda x D x T running sequences (Little's law)
 
-(bisection; no solution before the prompts per iteration exceed the token budget means
-the rate is beyond the replica's capacity). Then:
+(bisection; E over the Poisson prompts per iteration: _poisson_prefill; no solution before
+the prompts per iteration exceed the token budget means the rate is beyond the replica's
+capacity). Then:
 - TPOT: a running sequence gets one token per iteration: mean T. Its per-request average
-  over D tokens fluctuates with the prompts that land in its iterations (Poisson, k per
-  iteration) and with the batch (M/G/inf occupancy: Poisson with mean n); p50 and p99
-  take the normal quantiles z = 0 and 2.33 of both, the prefill term for a short request
-  (the 5th-percentile output length), whose few tokens average over few iterations.
+  over d tokens fluctuates with the prefills in its iterations, which cluster (a long
+  prefill lets in the prompts of the next: prompt_chain.prefill_variance), and with the
+  batch (M/G/inf occupancy: Poisson with mean n); the p99 is that of the mixture over
+  the requests' output lengths, plus the batch's 99th-percentile decode step.
 - TTFT: the wait for the running iteration to end, plus the iteration that holds the
   prompt: a decode step and the prefill of this prompt (its length distribution) and of
   the others that arrive during the running iteration; none of it when the engine is idle.
@@ -26,7 +27,7 @@ the rate is beyond the replica's capacity). Then:
   the next: the prompts waiting at each iteration are a Markov chain (an iteration
   prefills what the token budget admits; the arrivals during it, Poisson with mean
   lambda (t_decode + t_prefill(j)), join those left over), and an arrival lands in a state
-  in proportion to its stationary share times its length (_arrival_iteration), waits the
+  in proportion to its stationary share times its length (prompt_chain.py), waits the
   rest of it and any full iterations ahead of it, and is prefilled with its batch
   (benchmarks/serving_queue_check.py: p99 within 4% of the discrete-event run, median
   over 30 points), plus the wait for a free sequence
@@ -35,8 +36,8 @@ the rate is beyond the replica's capacity). Then:
   Kingman's wait with one prompt's service time at full batches. The parts are taken as
   independent; their distributions are convolved and p50/p99 read off the sum.
 An iteration prefills at most PREFILL_TOKEN_BUDGET prompt tokens; more arrivals per
-iteration than that admits on average is beyond capacity (bursts above it wait, above). The engine is busy with probability
-1 - exp(-lambda (D + 1) T) (M/G/inf occupancy), which scales the p50 residual.
+iteration than that admits on average is beyond capacity (bursts above it wait, above).
+The engine is busy with probability 1 - exp(-lambda (D + 1) T) (M/G/inf occupancy).
 The discrete-event run in batcher_sim.py checks these formulas.
 """
 
