@@ -289,16 +289,12 @@ def analyze(step: StepTimes, traffic: Traffic, max_batch: int, *, latency: bool 
         hi *= 1.5
     if stable and hi > lo:
         lo = hi / 1.5 if hi / 1.5 >= lo else lo
-        for _ in range(60):
+        # To 1e-10 of T (some 30 halvings; the step tables themselves hold 1e-3 or so).
+        while hi - lo > 1e-10 * hi:
             mid = 0.5 * (lo + hi)
-            # Once the bracket stops changing it never changes again (f is deterministic).
             if f(mid) > mid:
-                if mid == lo:
-                    break
                 lo = mid
             else:
-                if mid == hi:
-                    break
                 hi = mid
     T = hi
     n = min(lam * D * T, float(max_batch)) if D else 0.0
