@@ -123,12 +123,13 @@ def test_bisection_reads_the_tables_as_decode_and_prefill_do(rep8b):
         ctx = S + 1 + D / 2
         dec, pre = step.decoder(ctx), step.prefiller(S)
         for lam in (0.5, 40.0, 3000.0):
-            f = _iteration_time(step.first_blocks(ctx, S), dec, pre, lam, D, top_n, kmax)
+            fixed = _prefill_fixed(pre) if D else 0.0
+            f = _iteration_time(step.first_blocks(ctx, S), dec, pre, lam, D, top_n, kmax, fixed)
             for T in (1e-12, 1e-4, 3e-3, 0.02, 0.1, 0.7, 5.0):
                 n = min(lam * D * T, top_n) if D else 0.0
                 k = lam * T
                 if D:
-                    want = step.decode(n, ctx) + _poisson_prefill(pre, min(k, kmax), _prefill_fixed(pre))
+                    want = step.decode(n, ctx) + _poisson_prefill(pre, min(k, kmax), fixed)
                 else:
                     want = step.prefill(min(max(k, 1.0), kmax), S)
                 assert f(T) == pytest.approx(want, rel=1e-12, abs=1e-15), (D, S, lam, T)

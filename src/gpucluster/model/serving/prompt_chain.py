@@ -55,7 +55,6 @@ class PromptChain:
     length: np.ndarray         # iteration length per (q, bin)
     arrivals: np.ndarray       # P(a arrivals | q, bin), a = 0 .. A (A or more last)
     pi_q: np.ndarray           # stationary law of q
-    trans: np.ndarray          # q -> q' transitions, averaged over the bins
     carry: float               # chance that a full iteration gathers K prompts or more
 
 
@@ -112,9 +111,7 @@ def prompt_chain(lam: float, td: float, pre: Callable[[float], float], kmax: flo
     length = np.maximum(td + pres[j][:, None] + np.where(j[:, None] > 0, dev[None, :], 0.0), 1e-12)
     A = min(Q, spread)
     arr = np.arange(A + 1)
-    mean = lam * length                                          # (Q+1, B)
-    pa = np.exp(arr[None, None, :] * np.log(np.maximum(mean, 1e-300))[:, :, None] - mean[:, :, None]
-                - _LOG_FACTORIAL[arr][None, None, :])
+    pa = poisson_pmf_rows((lam * length).ravel(), arr).reshape(Q + 1, B, A + 1)
     pa[:, :, -1] = np.maximum(0.0, 1.0 - pa[:, :, :-1].sum(axis=2))           # A or more
     if carry < CARRY_NEGLIGIBLE:
         to_q = pa                                                # nothing carried: q' = a (A = Q)
@@ -134,7 +131,7 @@ def prompt_chain(lam: float, td: float, pre: Callable[[float], float], kmax: flo
     except np.linalg.LinAlgError:
         pi_q = np.eye(Q + 1)[0]
     pi_q = pi_q / pi_q.sum() if pi_q.sum() > 0 else np.eye(Q + 1)[0]
-    return PromptChain(lam, K, pres, full, dev, share, j, length, pa, pi_q, trans, carry)
+    return PromptChain(lam, K, pres, full, dev, share, j, length, pa, pi_q, carry)
 
 
 def arrival_iteration(ch: PromptChain, busy: float) -> tuple[np.ndarray, np.ndarray]:
@@ -171,8 +168,7 @@ def arrival_iteration(ch: PromptChain, busy: float) -> tuple[np.ndarray, np.ndar
         return np.concatenate([[0.0], vals.ravel()]), np.concatenate([[1.0 - busy], probs.ravel()])
     u = _U4                                                      # share of the iteration already run
     # Arrivals before it in its iteration: Poisson (lam u L), truncated at the chain's support.
-    ab = np.exp(arr[None, None, :] * np.log(np.maximum(lam * u[None, :, None] * L_k[:, None, None], 1e-300))
-                - lam * u[None, :, None] * L_k[:, None, None] - _LOG_FACTORIAL[arr][None, None, :])
+    ab = poisson_pmf_rows((lam * L_k[:, None] * u[None, :]).ravel(), arr).reshape(len(L_k), len(u), A + 1)
     ab /= ab.sum(axis=2, keepdims=True)
     # In its batch (no full iteration to wait: left + a_b < K) the prompt is prefilled with
     # min(K - 1, left + a_b + a_a) others. a_b + a_a is the iteration's arrivals (Poisson, lam L)

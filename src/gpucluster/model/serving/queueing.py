@@ -186,14 +186,13 @@ def _kmax(S: float) -> float:
 
 def _iteration_time(tables: tuple[tuple[float, ...], tuple[float, ...]], dec: Callable[[float], float],
                     pre: Callable[[float], float], lam: float, D: float, top_n: float,
-                    kmax: float) -> Callable[[float], float]:
+                    kmax: float, fixed: float) -> Callable[[float], float]:
     """T -> t_decode(lam D T) + t_prefill(lam T), the iteration time at a guessed T, as `analyze`
     states it, with StepModel's tables read inline: the bisection calls it some 60 times per
     rate. Batches beyond the first table block go through `dec` and `pre`."""
     dtab, ptab = tables
     nd, np_ = len(dtab), len(ptab)
     lam_d, floor, exp = lam * D, math.floor, math.exp
-    fixed = _prefill_fixed(pre) if D else 0.0
 
     def f(T: float) -> float:
         td = 0.0
@@ -263,12 +262,12 @@ def analyze(step: StepTimes, traffic: Traffic, max_batch: int, *, latency: bool 
         return min(max(k, 1.0) if D == 0 else k, kmax)
 
     dec, pre = step.decoder(ctx), step.prefiller(S)
+    # With decode work the prompts per iteration are Poisson: E[t_prefill(j)] (_poisson_prefill).
+    fixed = _prefill_fixed(pre) if D else 0.0
     if isinstance(step, StepModel):
-        f = _iteration_time(step.first_blocks(ctx, S), dec, pre, lam, D, float(max_batch), kmax)
+        f = _iteration_time(step.first_blocks(ctx, S), dec, pre, lam, D, float(max_batch), kmax, fixed)
     else:
         top_n, lam_d = float(max_batch), lam * D
-
-        fixed = _prefill_fixed(pre) if D else 0.0
 
         def f(T: float) -> float:
             n = min(lam_d * T, top_n) if D else 0.0
@@ -299,7 +298,7 @@ def analyze(step: StepTimes, traffic: Traffic, max_batch: int, *, latency: bool 
     T = hi
     n = min(lam * D * T, float(max_batch)) if D else 0.0
     k = prompts(T)
-    share = (_poisson_prefill(pre, k, _prefill_fixed(pre)) if D else pre(k)) / T if T > 0 else 0.0
+    share = (_poisson_prefill(pre, k, fixed) if D else pre(k)) / T if T > 0 else 0.0
     if not stable or share > 1:
         inf = math.inf
         return ServingPoint(lam, False, T, n, max_batch, min(share, 1.0), inf, inf,
