@@ -5,7 +5,8 @@ import pytest
 from gpucluster.model.serving import fitted
 from gpucluster.model.serving.kernels import host_step_s
 from gpucluster.model.serving.kv_cache import Quant, weight_bytes_per_gpu
-from gpucluster.model.serving.step_time import Replica, batch_latency_s, decode_step_time, efficiency, prefill_time
+from gpucluster.model.serving.static_batch import predict_batch
+from gpucluster.model.serving.step_time import Replica, decode_step_time, efficiency, prefill_time
 from gpucluster.model.transformer_params import params
 from gpucluster.specs.workload import load_model_spec
 
@@ -102,7 +103,7 @@ def test_no_factor_divides_the_step(h100, llama70b):
 
 
 def test_static_batch_latency_is_prefill_plus_decode_steps(rep8b):
-    lat = batch_latency_s(rep8b, 8, 128, 9)
+    lat = predict_batch(rep8b, 8, 128, 9)["latency_s"]
     p = prefill_time(rep8b, 8, 128).total
     d = decode_step_time(rep8b, 8, 128 + 1 + 7 / 2).total
     assert lat == pytest.approx(p + 8 * d)

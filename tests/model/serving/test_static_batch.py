@@ -4,9 +4,7 @@ held it."""
 
 import pytest
 
-from gpucluster.catalog import serving as cs
 from gpucluster.catalog.serving import get_engine
-from gpucluster.errors import UserError
 from gpucluster.model.serving.kv_cache import Quant, replica_memory
 from gpucluster.model.serving.static_batch import DoesNotFit, predict_batch, static_batch
 from gpucluster.model.serving.step_time import Replica
@@ -15,6 +13,16 @@ from gpucluster.validate.inference_predictor import defaults_taken, predict_infe
 from gpucluster.validate.predictors import Unsupported
 
 IN, OUT = 512, 2048
+
+
+def _case(model: dict, batch: int) -> Case:
+    """A static-batch case of a Llama-3-shaped model on one H100 (TP1, bf16)."""
+    return Case.model_validate({
+        "id": "static", "kind": "inference", "source": "test",
+        "hardware": {"gpu": "H100-SXM5-80GB", "gpus": 1, "gpus_per_node": 8},
+        "model": model | {"gated_mlp": True, "vocab": 128256, "seq_len": 8192},
+        "serving": {"tp": 1, "batch": batch, "input_tokens": IN, "output_tokens": OUT},
+        "measured": {"tokens_per_s": 1.0}})
 
 
 def _setup(fabric, spec, engine):
@@ -60,43 +68,19 @@ def test_not_one_sequence_fits_is_a_reason_not_a_number(h100, llama70b):
     mem = replica_memory(llama70b, rep.gpu, rep.quant, 1, 1, IN + OUT)
     with pytest.raises(DoesNotFit, match="GiB"):
         static_batch(rep, mem, 1, IN, OUT)
-    case = Case.model_validate({
-        "id": "too-big", "kind": "inference", "source": "test",
-        "hardware": {"gpu": "H100-SXM5-80GB", "gpus": 1, "gpus_per_node": 8},
-        "model": {"layers": 80, "hidden": 8192, "heads": 64, "kv_heads": 8, "ffn_hidden": 28672, "gated_mlp": True,
-                  "vocab": 128256, "seq_len": 4096},
-        "serving": {"tp": 1, "batch": 1, "input_tokens": IN, "output_tokens": OUT},
-        "measured": {"tokens_per_s": 1.0}})
+    case = _case({"layers": 80, "hidden": 8192, "heads": 64, "kv_heads": 8, "ffn_hidden": 28672}, batch=1)
     with pytest.raises(Unsupported, match="KV"):
         predict_inference(case)
 
 
 def test_validate_says_when_a_batch_ran_in_waves():
-    case = Case.model_validate({
-        "id": "waves", "kind": "inference", "source": "test",
-        "hardware": {"gpu": "H100-SXM5-80GB", "gpus": 1, "gpus_per_node": 8},
-        "model": {"layers": 32, "hidden": 4096, "heads": 32, "kv_heads": 8, "ffn_hidden": 14336, "gated_mlp": True,
-                  "vocab": 128256, "seq_len": 8192},
-        "serving": {"tp": 1, "batch": 4096, "input_tokens": IN, "output_tokens": OUT},
-        "measured": {"tokens_per_s": 1.0}})
+    case = _case({"layers": 32, "hidden": 4096, "heads": 32, "kv_heads": 8, "ffn_hidden": 14336}, batch=4096)
     pred = predict_inference(case)
     notes = defaults_taken(case, pred)
     assert pred["_waves"] > 1
     assert notes[0].startswith("engine: trtllm") and "waves" in notes[1] and "4096" in notes[1]
 
 
-def test_a_bad_admission_rule_is_one_line(monkeypatch):
-    data = {"default": "x", "engines": {"x": {
-        "title": "X", "kernel_data": None, "attention_kernel": "a", "cuda_graphs": True, "custom_allreduce": True,
-        "chunked_prefill": False, "overlap_scheduling": False, "expert_precision": "as_weights", "host_step_us": 1,
-        "launch_us": 1, "kv_admission": "first_come", "source": "s"}}}
-    monkeypatch.setattr(cs, "_load", lambda name: data)
-    cs._engines.cache_clear()
-    try:
-        with pytest.raises(UserError) as exc:
-            cs._engines()
-        msg = str(exc.value)
-        assert "\n" not in msg and "kv_admission" in msg and "reserve" in msg
-    finally:
-        monkeypatch.undo()
-        cs._engines.cache_clear()
+def test_a_bad_admission_rule_is_one_line(registry_error):
+    msg = registry_error(kv_admission="first_come")
+    assert "\n" not in msg and "kv_admission" in msg and "reserve" in msg

@@ -291,17 +291,3 @@ def decode_step_time(rep: Replica, batch: float, context: float) -> StepTime:
     if rep.pp > 1:
         st.terms["pp_comm"] += rep.pp * _hop_s(rep, batch / micro * rep.spec.hidden * ACT_BYTES)
     return _finish(rep, st, False)
-
-
-def batch_latency_s(rep: Replica, batch: int, input_tokens: int, output_tokens: int) -> float:
-    """End-to-end latency of a static batch: the prefill (which emits the first output token,
-    as TensorRT-LLM's context phase and vLLM do) and output_tokens - 1 decode steps, each at
-    its own context length (evaluated at the mean context of the decode phase). An engine whose
-    first token comes from a decode step (engines.yaml `first_token: decode_step`) takes
-    output_tokens steps."""
-    t = prefill_time(rep, batch, input_tokens).total
-    steps = max(0, output_tokens - (0 if rep.kernels.engine.first_token_step else 1))
-    if steps:
-        mean_ctx = input_tokens + 1 + (steps - 1) / 2
-        t += steps * decode_step_time(rep, batch, mean_ctx).total
-    return t
