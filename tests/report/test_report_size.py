@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+from types import ModuleType
 import subprocess
 import sys
 from pathlib import Path
@@ -23,18 +24,6 @@ from gpucluster.report import html as H
 
 ROOT = Path(__file__).resolve().parents[2]
 MAX_BYTES = 1_500_000
-TINY_SCENARIO = """name: tiny-shared-pool
-cluster: {cluster}
-horizon_days: 3
-seed: 2
-policy: fifo
-workloads:
-  - kind: training
-    name: team
-    arrivals: {{per_day: 6}}
-    gpus: {{dist: choice, values: [1, 4, 8, 16]}}
-    duration_hours: {{dist: lognormal, median: 3, sigma: 1.0, max: 48}}
-"""
 # A script element or stylesheet that fetches anything: http(s) or protocol-relative.
 _FETCH = re.compile(r"""<(script|link|img|iframe|source|embed)\b[^>]*\b(src|href)\s*=\s*["']?\s*(https?:)?//""", re.I)
 
@@ -43,10 +32,15 @@ def _invoke(*args: str) -> int:
     return invoke(*args).exit_code
 
 
-def _bench_result(folder: Path) -> Path:
+def _report_cli() -> ModuleType:
+    """test_report_cli's fixtures-as-functions (its scenario and bench result), one copy."""
     sys.path.insert(0, str(ROOT / "tests/report"))
-    from test_report_cli import bench_result
-    return bench_result(folder)
+    import test_report_cli
+    return test_report_cli
+
+
+def _bench_result(folder: Path) -> Path:
+    return _report_cli().bench_result(folder)
 
 
 def _assert_small_and_offline(path: Path) -> str:
@@ -62,8 +56,7 @@ def _assert_small_and_offline(path: Path) -> str:
 
 
 def _cases(tmp: Path) -> dict[str, list[str]]:
-    scenario = tmp / "tiny.yaml"
-    scenario.write_text(TINY_SCENARIO.format(cluster=ROOT / "examples/h100-64-ib.yaml"))
+    scenario = _report_cli().tiny_scenario(tmp)
     return {
         "plan-train": ["plan", "train", "--cluster", "examples/h200-256-ndr400.yaml", "--model", "llama3-70b",
                        "--tokens", "2T"],
