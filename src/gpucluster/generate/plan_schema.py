@@ -88,7 +88,7 @@ class PlanLayout(BaseModel):
     pp_embedding_layer: StrictBool = False
     pp_loss_layer: StrictBool = False
     zero3_prefetch_params: Annotated[StrictFloat | StrictInt, Field(gt=0, le=1e13)] | None = None
-    framework: Literal["megatron", "nemo", "deepspeed", "fsdp", "torchtitan", "nanotron"] = "megatron"
+    framework: Literal["megatron", "nemo", "deepspeed", "fsdp", "torchtitan", "nanotron", "deepseek"] = "megatron"
     attention_kernel: Annotated[str, Field(pattern=r"^[a-z0-9_]{1,32}$")] = "default"   # attention.py names
     shard_group: Annotated[StrictInt, Field(ge=0, le=MAX_BIG)] = 0          # HSDP shard group; 0: all of dp x cp
     torch_compile: StrictBool | None = None

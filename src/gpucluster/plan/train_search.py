@@ -122,6 +122,7 @@ def search(spec: TransformerSpec, fabric: TrainingFabric, gpus: int, global_batc
     # refuses full recompute and, with pp > 1, a schedule without virtual stages
     # (TransformerConfig.__post_init__): such layouts are not ranked.
     a2a_overlap = template.moe_overlap == "dualpipe" and template.framework == "megatron"
+    dualpipe = template.moe_overlap == "dualpipe" and fw.moe_overlap == "dualpipe"
     options = (_options("offload_optimizer", fixed, [False, True]),
                _options("recompute", fixed, ["none", "selective"] if a2a_overlap else ["none", "selective", "full"]))
     tp_max = gpus if tp_across_domains else min(gpus, fabric.domain)
@@ -144,7 +145,9 @@ def search(spec: TransformerSpec, fabric: TrainingFabric, gpus: int, global_batc
                         if global_batch % (mb * dp):
                             result.rejected["global batch not divisible by micro batch x dp"] += 1
                             continue
-                        choices = _interleaves(spec.layers, pp, global_batch // (mb * dp))
+                        # DualPipe (a framework running it by default) has no virtual stages.
+                        choices = _interleaves(spec.layers, pp, global_batch // (mb * dp)) \
+                            if not dualpipe else [(1, False)]
                         if "interleave" in fixed:
                             v = fixed["interleave"]
                             choices = [(v, v > 1 and spec.layers % (pp * v) != 0 and (spec.layers + 2) % (pp * v) == 0)]

@@ -92,10 +92,14 @@ def default_framework(tr: Training) -> str:
     PyTorch FSDP-style trainer (`fsdp`: FSDP, FSDP2, fairscale, lit-gpt), unless it states
     unfused attention without tensor parallelism: before FlashAttention (2022 and earlier)
     ZeRO-3 without model parallelism was DeepSpeed's (`deepspeed`), while ZeRO-3 beside
-    Megatron tensor parallelism was fairscale's FSDP (metaseq). Every other run is
+    Megatron tensor parallelism was fairscale's FSDP (metaseq). A run that overlaps the expert
+    all-to-all DualPipe-style on a pipeline without virtual stages ran DeepSeek's DualPipe
+    (`deepseek`): Megatron-Core's overlap needs virtual stages when pp > 1. Every other run is
     Megatron-LM / Megatron-Core (`megatron`)."""
     if tr.framework is not None:
         return tr.framework
+    if tr.moe_overlap == "dualpipe" and (tr.pp or 1) > 1 and (tr.interleave or 1) == 1:
+        return "deepseek"
     if tr.zero == 3 and (tr.pp or 1) == 1:
         return "deepspeed" if tr.attention == "unfused" and (tr.tp or 1) == 1 else "fsdp"
     return frameworks.DEFAULT_FRAMEWORK
@@ -157,6 +161,7 @@ def defaults_taken(case: Case) -> list[str]:
     fw = default_framework(tr)
     if tr.framework is None:
         why = {"fsdp": "zero: 3 without pipeline parallelism",
+               "deepseek": "moe_overlap: dualpipe on a pipeline without virtual stages, DeepSeek's DualPipe",
                "deepspeed": "zero: 3, unfused attention, no model parallelism"}.get(fw, "the default stack")
         out.append(f"framework: {fw} ({why}; docs/training.md)")
     if tr.attention == "flash":

@@ -111,6 +111,17 @@ FRAMEWORKS: dict[str, Framework] = {f.name: f for f in (
         source="nanotron: DistributedDataParallel with ddp_bucket_cap_mb 25 and fp32 gradient accumulation "
                "(gradients reduced in fp32), ZeRO-1 only (optim/zero.py), flash-attn and its fused "
                "RMSNorm/rotary kernels, 1F1B pipeline"),
+    Framework(
+        "deepseek", "DeepSeek's in-house stack (HAI-LLM) as the DeepSeek-V3 report describes it",
+        fused_elementwise=True, host_scale=1.0, torch_compile=False, attention="default", overlap_dp_comm=True,
+        dp_bucket_params=MEGATRON_BUCKET, dp_grad_bytes=2, zero3="none", max_zero=1, supports_pp=True,
+        supports_tp=True, moe_dispatcher="deepep", moe_overlap="dualpipe",
+        checkpoint="not published; ZeRO-1 optimizer states (report section 3.2)",
+        source="DeepSeek-V3 technical report (arXiv 2412.19437) sections 3.2.1-3.2.3: DualPipe (bidirectional "
+               "1F1B without virtual stages; forward and backward chunks of two micro batches overlap the expert "
+               "all-to-all), node-limited dispatch over InfiniBand then NVLink (DeepEP's kernels), ZeRO-1 data "
+               "parallelism, no tensor parallelism in V3's run (the stack is not public: its kernels are taken "
+               "as Megatron-Core's fused ones)"),
 )}
 
 DEFAULT_FRAMEWORK = "megatron"

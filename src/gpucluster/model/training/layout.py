@@ -67,6 +67,14 @@ class Layout:
         return self.tp * self.pp * self.dp * self.cp
 
     @property
+    def dualpipe_schedule(self) -> bool:
+        """DeepSeek's DualPipe pipeline schedule (DeepSeek-V3 report, section 3.2.1): `moe_overlap`
+        dualpipe on a plain pipeline (pp > 1, no interleave). With interleave > 1 the same overlap
+        is Megatron-Core's interleaved 1F1B with the expert all-to-all overlapped; with pp 1, two
+        micro batches overlapped on one GPU."""
+        return self.moe_overlap == "dualpipe" and self.pp > 1 and self.interleave == 1
+
+    @property
     def expert_tp(self) -> int:
         return self.etp or self.tp
 
@@ -153,6 +161,7 @@ def shape_problems(spec: TransformerSpec, lay: Layout, gpus: int | None = None,
             # wanted a multiple of pp.
             out.append(f"the interleaved schedule needs at least pp ({lay.pp}) micro batches per step, "
                        f"got {lay.microbatches}")
+    out += dualpipe_problems(lay)
     if not 1.0 <= lay.zero3_prefetch_params <= 1e15:
         out.append(f"zero3_prefetch_params must be between 1 and 1e15, got {lay.zero3_prefetch_params}")
     if not 1.0 <= lay.moe_imbalance <= 64:
@@ -170,6 +179,21 @@ def shape_problems(spec: TransformerSpec, lay: Layout, gpus: int | None = None,
         out += frameworks.problems(fw, 0, lay.tp, lay.pp)
     if lay.precision not in PRECISIONS:
         out.append(f"precision must be one of {', '.join(PRECISIONS)}, got {lay.precision!r}")
+    return out
+
+
+def dualpipe_problems(lay: Layout) -> list[str]:
+    """DualPipe's own rules (deepseek-ai/DualPipe, dualpipe.py `step`: an even number of pipeline
+    ranks, and an even number of micro batches, at least twice the ranks: half enter at each end)."""
+    if not lay.dualpipe_schedule:
+        return []
+    out = []
+    if lay.pp % 2:
+        out.append(f"DualPipe pairs pipeline rank i with rank pp - 1 - i: pp must be even, got {lay.pp}")
+    if lay.global_batch % (lay.micro_batch * lay.dp) == 0 and (lay.microbatches < 2 * lay.pp
+                                                                 or lay.microbatches % 2):
+        out.append(f"DualPipe feeds half the micro batches from each end: it needs an even number of at least "
+                   f"2 x pp ({2 * lay.pp}) per step, got {lay.microbatches}")
     return out
 
 

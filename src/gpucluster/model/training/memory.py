@@ -102,6 +102,12 @@ class MemoryTerms:
         mbs = lay.microbatches
         self.first = pipeline_inflight_microbatches(lay.pp, lay.interleave, 0, mbs)
         self.last_inflight = pipeline_inflight_microbatches(lay.pp, lay.interleave, lay.pp - 1, mbs)
+        # DualPipe (DeepSeek-V3 report, Table 2): every rank holds two pipeline stages (i and
+        # pp - 1 - i, one per direction), so twice the parameters and their states, and the
+        # activations of pp + 1 micro batches.
+        self.copies = 2 if lay.dualpipe_schedule else 1
+        if lay.dualpipe_schedule:
+            self.first = self.last_inflight = float(min(lay.pp + 1, mbs))
         # recompute -> activation bytes per layer; ZeRO stage -> weight terms: shared by the layouts
         # of the same micro batch, tp, sp, cp and attention (the same shape)
         self._act: dict[str, float] = self._shared.setdefault(
@@ -133,7 +139,7 @@ class MemoryTerms:
         if base.pp == 1:
             act_first = act_last = first * counts[0] * per_layer + outside["first"] + outside["last"]
         buffers = float(RESERVED_BYTES)
-        weights, grads, optimizer = wgo["weights"], wgo["grads"], wgo["optimizer"]
+        weights, grads, optimizer = (self.copies * wgo[k] for k in ("weights", "grads", "optimizer"))
         if zero >= 3:
             # FSDP keeps the gathered weights of the running unit and the prefetched next one,
             # and the unsharded gradient of the unit being reduced.

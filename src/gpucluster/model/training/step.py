@@ -194,13 +194,20 @@ def estimate(spec: TransformerSpec, lay: Layout, fab: TrainingFabric, *, seq_len
     t_mb = sum(per_mb.values())
     m, p, v = lay.microbatches, lay.pp, lay.interleave
     terms = {k: m * val for k, val in per_mb.items()}
-    terms["pp_bubble"] = (p - 1) / v * t_mb
+    t_f_stage = stage_layers * (compute_f + tp_f + cp_f + ep_f)
+    t_b_stage = t_mb - t_f_stage
+    if lay.dualpipe_schedule:
+        # DualPipe's bubble (DeepSeek-V3 report, Table 2): (pp/2 - 1) x (F&B + B - 3W), with F&B
+        # a forward and a backward chunk run as one overlapped pair (their compute: F + B) and W
+        # the weight-gradient half of the backward (B/2: one of its two GEMMs per forward GEMM).
+        f_and_b, b, w = t_f_stage + t_b_stage, t_b_stage, t_b_stage / 2
+        terms["pp_bubble"] = (p / 2 - 1) * (f_and_b + b - 3 * w)
+    else:
+        terms["pp_bubble"] = (p - 1) / v * t_mb
     p2p_bytes = lay.micro_batch * s / lay.cp * spec.hidden * ACT_BYTES / lay.tp  # scatter-gather over TP ranks
     # Megatron overlaps p2p with compute in the steady state; warm-up and cool-down wait for it.
     terms["pp_p2p"] = 2 * (p - 1) * fab.send_recv_s(p2p_bytes, lay.tp * lay.cp * lay.dp) if p > 1 else 0.0
 
-    t_f_stage = stage_layers * (compute_f + tp_f + cp_f + ep_f)
-    t_b_stage = t_mb - t_f_stage
     # Parameters this GPU holds before ZeRO sharding (what data parallelism reduces, Adam updates).
     local = weight_grad_optimizer_bytes(spec, lay.tp, lay.pp, lay.dp, lay.ep, 0, lay.precision, cp=lay.cp,
                                         etp=lay.expert_tp)["params"]
