@@ -229,6 +229,24 @@ def test_korthikanti_table2_activation_memory(name):
     assert extra["last"] == pytest.approx(4 * s * b * h / t * (1 + spec.vocab / h))
 
 
+def test_dropout_is_a_model_field_and_a_dropout_free_model_keeps_no_masks():
+    gpt = load_model_spec("gpt3-175b")
+    llama = load_model_spec("llama3-70b")
+    assert gpt.dropout is True and llama.dropout is False      # the documented default: not gated_mlp
+    stated = llama.model_copy(update={"dropout": True})
+    assert TransformerSpec.model_validate(llama.model_dump() | {"dropout": True}).dropout is True
+    s, b, t, h, a = llama.seq_len, 1, 8, llama.hidden, llama.heads
+    # The two h-byte masks after attention and the MLP (split by t with sequence parallelism).
+    assert (activation_bytes_per_layer(stated, b, t, True, "selective")
+            - activation_bytes_per_layer(llama, b, t, True, "selective")) == pytest.approx(2 * s * b * h / t)
+    # Unfused attention keeps the softmax output only (2 bytes per score), not its mask and dropout output.
+    assert (activation_bytes_per_layer(stated, b, t, True, "none", flash_attention=False)
+            - activation_bytes_per_layer(llama, b, t, True, "none", flash_attention=False)) == pytest.approx(
+        2 * s * b * h / t + 3 * a * s * s * b / t)
+    assert activation_bytes_outside_layers(llama, b, t, True)["first"] == 0
+    assert activation_bytes_outside_layers(stated, b, t, True)["first"] == pytest.approx(s * b * h / t)
+
+
 def test_activation_extension_for_gqa_swiglu_and_moe():
     s = load_model_spec("llama3-70b")
     seq, h, a, g, d, f, t = 8192, 8192, 64, 8, 128, 28672, 8

@@ -41,8 +41,9 @@ Extension, derived the same way from the tensors each block saves for its backwa
 - flash_attention (default True, as in current Megatron / NeMo / PyTorch stacks): the
   s x s scores are never stored; the kernel keeps the fp32 log-sum-exp, 4*a bytes per
   token, and regenerates its dropout mask. flash_attention=False is Korthikanti's count.
-- dropout (default True, as Korthikanti): the two h-byte masks after attention and MLP.
-  Models trained without dropout (most recent ones) can pass False.
+- dropout (default: the spec's `dropout`, itself not gated_mlp by default; Korthikanti's
+  models had dropout): the two h-byte masks after attention and MLP, the embedding's, and
+  the unfused attention's probability mask and output.
 Context parallelism divides the tokens on each GPU by cp (each query still sees all s keys).
 """
 
@@ -183,13 +184,14 @@ def _activation_terms(spec: TransformerSpec, moe_layer: bool, flash: bool, dropo
         f = int(spec.ffn_hidden)  # type: ignore[arg-type]
         outside += 2 * h + mask
         inside += act * f + 2 * f
-    scores = 4 * a if flash else 5 * a * keys
+    # Unfused: the softmax output (2 bytes per score), and with dropout its mask (1) and output (2).
+    scores = 4 * a if flash else (5 if dropout else 2) * a * keys
     return outside, inside, scores
 
 
 def activation_bytes_per_layer(spec: TransformerSpec, micro_batch: int, tp: int = 1, sp: bool = False,
                                recompute: Recompute = "none", cp: int = 1, *, seq_len: int | None = None,
-                               flash_attention: bool = True, dropout: bool = True,
+                               flash_attention: bool = True, dropout: bool | None = None,
                                dense_layer: bool | None = None) -> float:
     """Activation bytes one layer keeps for its backward pass, for one micro batch, on one GPU.
 
@@ -201,7 +203,8 @@ def activation_bytes_per_layer(spec: TransformerSpec, micro_batch: int, tp: int 
     if recompute == "full":
         return 2 * spec.hidden * tokens / sp_div
     moe_layer = spec.is_moe if dense_layer is None else not dense_layer
-    outside, inside, scores = _activation_terms(spec, moe_layer, flash_attention, dropout, s)
+    outside, inside, scores = _activation_terms(spec, moe_layer, flash_attention,
+                                                spec.dropout if dropout is None else dropout, s)
     total = tokens * (outside / sp_div + inside / tp)
     if recompute == "none":
         total += tokens * scores / tp
@@ -212,7 +215,7 @@ def activation_bytes_per_layer(spec: TransformerSpec, micro_batch: int, tp: int 
 
 def activation_bytes_outside_layers(spec: TransformerSpec, micro_batch: int, tp: int = 1, sp: bool = False,
                                     cp: int = 1, *, seq_len: int | None = None,
-                                    dropout: bool = True) -> dict[str, float]:
+                                    dropout: bool | None = None) -> dict[str, float]:
     """Activations of the first stage's embedding and the last stage's output layer, per micro batch.
 
     Korthikanti et al. 2022 section 4.3: the embedding dropout mask s*b*h, and for the output
@@ -222,6 +225,7 @@ def activation_bytes_outside_layers(spec: TransformerSpec, micro_batch: int, tp:
     tokens = micro_batch * s / cp
     sp_div = tp if sp else 1
     h = spec.hidden
+    dropout = spec.dropout if dropout is None else dropout
     return {"first": tokens * (h if dropout else 0) / sp_div,
             "last": tokens * (4 * h / sp_div + 4 * spec.vocab / tp)}
 

@@ -99,6 +99,11 @@ class TransformerSpec(BaseModel):
     position_embedding: Literal["learned", "rope", "alibi", "none"] | None = Field(
         None, validate_default=True, description="learned adds seq_len x hidden parameters; default "
                                                  "learned (non-gated) or rope (gated)")
+    dropout: bool | None = Field(
+        None, validate_default=True,
+        description="dropout layers whose masks the backward keeps; default: not gated_mlp (GPT-2/3-style "
+                    "models train with dropout 0.1; Llama-style gated models with none, and PyTorch's dropout "
+                    "at p = 0 returns its input without a mask)")
     activation: Literal["gelu", "relu", "squared_relu", "swiglu", "geglu"] | None = Field(
         None, validate_default=True, description="MLP activation (documentation; FLOPs and memory depend on "
                                                  "gated_mlp only); default gelu or swiglu")
@@ -176,6 +181,11 @@ class TransformerSpec(BaseModel):
     @field_validator("bias")
     @classmethod
     def _bias(cls, v: bool | None, info: ValidationInfo) -> bool | None:
+        return (not info.data.get("gated_mlp", False)) if v is None else v
+
+    @field_validator("dropout")
+    @classmethod
+    def _dropout(cls, v: bool | None, info: ValidationInfo) -> bool | None:
         return (not info.data.get("gated_mlp", False)) if v is None else v
 
     @field_validator("norm")

@@ -19,9 +19,10 @@ to 2, Dao 2023), and memory-bound kernels moving about twice the forward's bytes
 
 Bytes per memory-bound kernel count 2-byte (fp16/bf16) activations: a layernorm reads and
 writes its input (4 B per element), bias + dropout + residual add reads two tensors and
-writes one plus a 1-byte mask (7 B), bias + GeLU reads and writes (4 B; SwiGLU reads two
-halves, 6 B), softmax reads and writes the scores (4 B), dropout on the probabilities
-reads them, writes them and a mask (5 B). With sequence parallelism the norms and
+writes one plus a 1-byte mask (7 B; 6 B for a model without dropout, TransformerSpec.dropout),
+bias + GeLU reads and writes (4 B; SwiGLU reads two halves, 6 B), softmax reads and writes
+the scores (4 B), dropout on the probabilities reads them, writes them and a mask (5 B; no
+kernel without dropout). With sequence parallelism the norms and
 dropouts see 1/tp of the tokens.
 """
 
@@ -146,7 +147,7 @@ def layer_kernels(spec: TransformerSpec, gpu_name: str, precision: str, micro_ba
             width = g.n * g.count / (2 if spec.gated_mlp else 1)
             memory(act_f * (6 if spec.gated_mlp else 4) * g.m * width, act_k)  # bias + activation (SwiGLU: 2 halves)
         elif g.name in ("attn_out", "mlp_fc2"):
-            memory(res_f * 7 * norm_tokens * h, res_k)               # bias + dropout + residual add
+            memory(res_f * (7 if spec.dropout else 6) * norm_tokens * h, res_k)  # bias + dropout + residual add
             if g.name == "attn_out":
                 memory(norm_f * 4 * norm_tokens * h, norm_k)         # post-attention layernorm
     if tp > 1:
@@ -185,6 +186,8 @@ def _attention(spec: TransformerSpec, micro_batch: int, tp: int, cp: int, seq_le
     batch = micro_batch * heads
     scores = batch * q * keys
     bmm = half.batched_time_s(q, keys, qk, batch) + half.batched_time_s(q, v, keys, batch)
-    softmax, dropout = 4 * scores / bw, 5 * scores / bw           # fused scale-mask-softmax; dropout + mask
+    softmax = 4 * scores / bw                                     # fused scale-mask-softmax
+    dropout = 5 * scores / bw if spec.dropout else 0.0            # dropout + mask (none without dropout)
     permute = 4 * micro_batch * q * heads * v / bw                # context back to [s, b, h]
-    return bmm + softmax + dropout + permute, 2 * bmm + 1.5 * softmax + dropout + permute, 5
+    return (bmm + softmax + dropout + permute, 2 * bmm + 1.5 * softmax + dropout + permute,
+            5 if spec.dropout else 4)
