@@ -56,3 +56,18 @@ def test_unfused_attention_costs_more_than_flash():
     flash = kernels.layer_kernels(spec, A100, "bf16", 1, 1, 1, False, 1, 4096, None, True)
     assert unfused.forward_s > flash.forward_s
     assert unfused.core_kernels == 5 and flash.core_kernels == 1
+
+
+def test_residual_chain_charges_only_the_ops_the_model_has():
+    gpt = small(1024)                                                    # biases and dropout
+    llama = TransformerSpec(layers=12, hidden=1024, heads=16, vocab=32000, seq_len=1024, gated_mlp=True)
+    assert gpt.bias and gpt.dropout and not llama.bias and not llama.dropout
+    assert kernels.residual_bytes_kernels(gpt, fused=True) == (7.0, 1)   # sum + 1-byte mask, one kernel
+    assert kernels.residual_bytes_kernels(llama, fused=True) == (6.0, 1)
+    assert kernels.residual_bytes_kernels(gpt, fused=False) == (15.0, 3)  # bias add, dropout, add
+    assert kernels.residual_bytes_kernels(llama, fused=False) == (6.0, 1)  # the add alone
+    # A dropout-free model's unfused attention runs no dropout kernel on the probabilities.
+    unfused_gpt = layer(gpt, 2)
+    unfused_llama = kernels.layer_kernels(llama, A100, "fp16", 2, 1, 1, False, 1, 1024, None, False)
+    assert unfused_llama.core_kernels == unfused_gpt.core_kernels - 1
+    assert unfused_llama.core_forward_s < unfused_gpt.core_forward_s

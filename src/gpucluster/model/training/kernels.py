@@ -19,7 +19,8 @@ to 2, Dao 2023), and memory-bound kernels moving about twice the forward's bytes
 
 Bytes per memory-bound kernel count 2-byte (fp16/bf16) activations: a layernorm reads and
 writes its input (4 B per element), bias + dropout + residual add reads two tensors and
-writes one plus a 1-byte mask (7 B; 6 B for a model without dropout, TransformerSpec.dropout),
+writes one plus a 1-byte mask (7 B; 6 B for a model without dropout, TransformerSpec.dropout;
+eager stacks: residual_bytes_kernels),
 bias + GeLU reads and writes (4 B; SwiGLU reads two halves, 6 B), softmax reads and writes
 the scores (4 B), dropout on the probabilities reads them, writes them and a mask (5 B; no
 kernel without dropout). With sequence parallelism the norms and
@@ -48,10 +49,19 @@ BACKWARD_KERNELS_PER_FORWARD = 2.0  # data and weight gradients per GEMM; a back
 # type_as and * weight, 7 kernels moving ~38 bytes per element where one fused kernel moves 4 (a
 # LayerNorm is one native kernel, but its bias/dropout/residual chain is not fused either); SwiGLU
 # runs silu and mul, 2 kernels and 10 bytes where the fused one moves 6; bias + dropout + residual
-# add runs as separate ops (3 kernels).
+# add runs as separate ops (residual_bytes_kernels).
 EAGER_NORM = (38 / 4, 7)        # (bytes factor, kernels) of one norm
 EAGER_ACTIVATION = (10 / 6, 2)  # of the MLP activation
-EAGER_RESIDUAL = (1.0, 3)       # of bias + dropout + residual add
+
+
+def residual_bytes_kernels(spec: TransformerSpec, fused: bool) -> tuple[float, int]:
+    """Bytes per element and kernels of the bias + dropout + residual add after attention and the
+    MLP. Fused: one kernel reads the two tensors and writes the sum (6 B) plus a 1-byte mask with
+    dropout. Eager: a bias add (read, write: 4 B), a dropout (read, write, mask: 5 B) and the
+    residual add (6 B), each its own kernel, and only those the model has (spec.bias, spec.dropout)."""
+    if fused:
+        return 6.0 + (1 if spec.dropout else 0), 1
+    return 6.0 + (4 if spec.bias else 0) + (5 if spec.dropout else 0), 1 + int(bool(spec.bias)) + int(bool(spec.dropout))
 
 
 @dataclass(frozen=True)
@@ -95,7 +105,7 @@ def layer_kernels(spec: TransformerSpec, gpu_name: str, precision: str, micro_ba
     fused = frameworks.fused(fw, torch_compile)
     norm_f, norm_k = (1.0, 1) if fused else EAGER_NORM
     act_f, act_k = (1.0, 1) if fused else EAGER_ACTIVATION
-    res_f, res_k = (1.0, 1) if fused else EAGER_RESIDUAL
+    res_bytes, res_k = residual_bytes_kernels(spec, fused)
     curve = gemm_curve(gpu_name, precision)
     half = gemm_curve(gpu_name, "fp16" if precision == "fp16" else "bf16")
     bw = hbm_gbps(catalog.gpus.get(gpu_name)) * 1e9
@@ -147,7 +157,7 @@ def layer_kernels(spec: TransformerSpec, gpu_name: str, precision: str, micro_ba
             width = g.n * g.count / (2 if spec.gated_mlp else 1)
             memory(act_f * (6 if spec.gated_mlp else 4) * g.m * width, act_k)  # bias + activation (SwiGLU: 2 halves)
         elif g.name in ("attn_out", "mlp_fc2"):
-            memory(res_f * (7 if spec.dropout else 6) * norm_tokens * h, res_k)  # bias + dropout + residual add
+            memory(res_bytes * norm_tokens * h, res_k)                # bias + dropout + residual add
             if g.name == "attn_out":
                 memory(norm_f * 4 * norm_tokens * h, norm_k)         # post-attention layernorm
     if tp > 1:
