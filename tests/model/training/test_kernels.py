@@ -71,3 +71,27 @@ def test_residual_chain_charges_only_the_ops_the_model_has():
     unfused_llama = kernels.layer_kernels(llama, A100, "fp16", 2, 1, 1, False, 1, 1024, None, False)
     assert unfused_llama.core_kernels == unfused_gpt.core_kernels - 1
     assert unfused_llama.core_forward_s < unfused_gpt.core_forward_s
+
+
+def test_the_host_issues_the_output_layer_loss_and_embedding_kernels_too(monkeypatch):
+    from gpucluster.model.training.fabric import TrainingFabric
+    from gpucluster.model.training.layout import Layout
+    from gpucluster.model.training.step import estimate
+
+    spec = small(1024)                    # GPT-style: learned positions, dropout
+    assert kernels.input_kernels(spec) == 1 + 2 + 1 + 2 * 2
+    fab = TrainingFabric(A100, 8, 8, "InfiniBand", 25.0)
+    lay = Layout(micro_batch=1, global_batch=4, precision="fp16", flash_attention=False)
+    # With a host far slower than the GPU, one micro batch costs its kernels x the host's time per kernel.
+    monkeypatch.setattr(kernels, "HOST_S_PER_KERNEL", 1.0)
+    monkeypatch.setattr(kernels, "HOST_BLEND_POWER", 64.0)
+    from gpucluster.model.training import step
+    step._layer_cached.cache_clear()
+    try:
+        per_mb = estimate(spec, lay, fab).terms["compute"] / 4
+        k = layer(spec, 1)
+        layers = spec.layers * (k.kernels + 2 * k.kernels)            # forward + backward
+        outside = kernels.OUTPUT_KERNELS + kernels.input_kernels(spec)
+        assert per_mb == pytest.approx(layers + outside, rel=0.02)
+    finally:
+        step._layer_cached.cache_clear()

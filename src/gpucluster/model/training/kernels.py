@@ -64,6 +64,29 @@ def residual_bytes_kernels(spec: TransformerSpec, fused: bool) -> tuple[float, i
     return 6.0 + (4 if spec.bias else 0) + (5 if spec.dropout else 0), 1 + int(bool(spec.bias)) + int(bool(spec.dropout))
 
 
+# Kernels the host issues per micro batch outside the transformer layers, counted in Megatron-LM's
+# GPT model (an estimate from its code, not a measurement): the output side runs the final norm,
+# the logits GEMM and _VocabParallelCrossEntropy (max, shift, the target-range masks, the gather
+# of the target logits, exp, sum, log: ~17 ops) and the loss average, ~22 forward and ~12 backward
+# (softmax minus the one-hot, the scale by the loss gradient, the GEMM's two gradients, the norm's);
+# the input side the embedding lookup (plus position embedding and its add when learned, dropout
+# when the model has it) and about two backward kernels per embedding table.
+OUTPUT_KERNELS = 22 + 12
+
+
+def input_kernels(spec: TransformerSpec) -> int:
+    learned = spec.position_embedding == "learned"
+    return 1 + 2 * int(learned) + int(bool(spec.dropout)) + 2 * (1 + int(learned))
+
+
+def host_bound(gpu_s: float, kernels: float, host_scale: float = 1.0) -> float:
+    """A pass of `kernels` kernels that keep the GPU busy `gpu_s` seconds, with the host issuing
+    each at HOST_S_PER_KERNEL x host_scale (GPU and host combined as HOST_BLEND_POWER says)."""
+    host = kernels * HOST_S_PER_KERNEL * host_scale
+    p = HOST_BLEND_POWER
+    return (gpu_s ** p + host ** p) ** (1 / p)
+
+
 @dataclass(frozen=True)
 class LayerKernels:
     """GPU seconds of one layer for one micro batch on one GPU (compute only, no communication)."""
@@ -78,9 +101,7 @@ class LayerKernels:
 
     def host_bound(self, gpu_s: float, kernels: float) -> float:
         """A pass of `kernels` kernels that keep the GPU busy `gpu_s` seconds."""
-        host = kernels * HOST_S_PER_KERNEL * self.host_scale
-        p = HOST_BLEND_POWER
-        return (gpu_s ** p + host ** p) ** (1 / p)
+        return host_bound(gpu_s, kernels, self.host_scale)
 
     def forward(self, comm_s: float = 0.0) -> float:
         """The forward pass; `comm_s` of collectives on the same stream share the host's floor

@@ -24,7 +24,8 @@ from functools import lru_cache
 
 from gpucluster.model.training import frameworks
 from gpucluster.model.training.compute import elementwise_time_s, gemm_curve
-from gpucluster.model.training.kernels import FLASH_BACKWARD_FACTOR, layer_kernels
+from gpucluster.model.training.kernels import (FLASH_BACKWARD_FACTOR, OUTPUT_KERNELS, host_bound, input_kernels,
+                                               layer_kernels)
 from gpucluster.model.training.fabric import TrainingFabric
 from gpucluster.model.training.layout import Layout, Recompute
 from gpucluster.model.training.moe import dispatch_combine_s, expert_imbalance
@@ -186,8 +187,16 @@ def estimate(spec: TransformerSpec, lay: Layout, fab: TrainingFabric, *, seq_len
     out_prec = "fp16" if lay.precision == "fp16" else "bf16"
     logits_t = 3 * gemm_curve(fab.gpu_name, out_prec).time_s(lg.m, lg.n, lg.k)
     logits_t += 3 * elementwise_time_s(fab.gpu_name, lg.m * lg.n * 4 * 2)
-    # The first stage's embedding lookup is memory-bound and small next to a layer.
-    stage_layers = max(counts[0], counts[-1] + logits_t / max(layer_compute, 1e-12))
+    # Both ends are kernels the host issues too; the first stage's embedding is memory-bound and
+    # small next to a layer on the GPU, but not on the host of a small model.
+    host_scale = frameworks.get(lay.framework).host_scale
+    out_n, in_n = OUTPUT_KERNELS, input_kernels(spec)
+    unit = max(layer_compute, 1e-12)
+    if lay.pp == 1:
+        stage_layers = counts[0] + host_bound(logits_t, out_n + in_n, host_scale) / unit
+    else:
+        stage_layers = max(counts[0] + host_bound(0.0, in_n, host_scale) / unit,
+                           counts[-1] + host_bound(logits_t, out_n, host_scale) / unit)
     stage_layers = max(stage_layers, max(counts))
     per_mb = {"compute": stage_layers * layer_compute, "tp_comm": stage_layers * layer_tp,
               "cp_comm": stage_layers * layer_cp, "ep_comm": stage_layers * layer_ep}
