@@ -204,7 +204,7 @@ def activation_bytes_per_layer(spec: TransformerSpec, micro_batch: int, tp: int 
         return 2 * spec.hidden * tokens / sp_div
     moe_layer = spec.is_moe if dense_layer is None else not dense_layer
     outside, inside, scores = _activation_terms(spec, moe_layer, flash_attention,
-                                                spec.dropout if dropout is None else dropout, s)
+                                                bool(spec.dropout) if dropout is None else dropout, s)
     total = tokens * (outside / sp_div + inside / tp)
     if recompute == "none":
         total += tokens * scores / tp
