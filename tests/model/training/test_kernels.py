@@ -95,3 +95,21 @@ def test_the_host_issues_the_output_layer_loss_and_embedding_kernels_too(monkeyp
         assert per_mb == pytest.approx(layers + outside, rel=0.02)
     finally:
         step._layer_cached.cache_clear()
+
+
+def test_fp8_casts_only_the_gemm_inputs_no_norm_kernel_writes_in_fp8():
+    from gpucluster.model.training.compute import hbm_gbps
+    from gpucluster.catalog import catalog
+
+    h100 = "H100-SXM5-80GB"
+    spec = TransformerSpec(layers=32, hidden=4096, heads=32, ffn_hidden=11008, gated_mlp=True, vocab=32000,
+                           seq_len=4096)
+    args = (2, 1, 1, False, 1, 4096, None, True)
+    fp8 = kernels.layer_kernels(spec, h100, "fp8", *args)
+    bf16 = kernels.layer_kernels(spec, h100, "bf16", *args)
+    tokens, bw = 2 * 4096, hbm_gbps(catalog.gpus.get(h100)) * 1e9
+    # The attention output projection's input (h) and fc2's input (ffn) are cast; QKV's and fc1's
+    # come out of the norm already in FP8 (TELayerNormColumnParallelLinear).
+    casts = 4 * tokens * (spec.hidden + 11008) / bw
+    assert fp8.memory_s - bf16.memory_s == pytest.approx(casts, rel=1e-9)
+    assert {"qkv", "mlp_fc1"} <= kernels.NORM_FUSED_FP8 and "attn_out" not in kernels.NORM_FUSED_FP8

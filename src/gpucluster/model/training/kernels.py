@@ -50,6 +50,12 @@ BACKWARD_KERNELS_PER_FORWARD = 2.0  # data and weight gradients per GEMM; a back
 # LayerNorm is one native kernel, but its bias/dropout/residual chain is not fused either); SwiGLU
 # runs silu and mul, 2 kernels and 10 bytes where the fused one moves 6; bias + dropout + residual
 # add runs as separate ops (residual_bytes_kernels).
+# Under FP8, the GEMMs Megatron-Core's Transformer Engine layer spec runs as LayerNorm*Linear
+# (TELayerNormColumnParallelLinear: the QKV projection, MLA's q_up and kv_up, the dense MLP's fc1)
+# get their input from the norm kernel already in FP8, with no cast kernel of their own; the
+# others (attention output projection, fc2 after Megatron's own bias-SwiGLU kernel, the MLA
+# down-projections, the experts' grouped GEMMs) cast their input separately.
+NORM_FUSED_FP8 = frozenset({"qkv", "q_up", "kv_up", "mlp_fc1"})
 EAGER_NORM = (38 / 4, 7)        # (bytes factor, kernels) of one norm
 EAGER_ACTIVATION = (10 / 6, 2)  # of the MLP activation
 
@@ -151,7 +157,7 @@ def layer_kernels(spec: TransformerSpec, gpu_name: str, precision: str, micro_ba
     for g in layer_gemms(spec, micro_batch, tp, cp, sp, ep, seq_len, dense_layer=dense, causal=flash, etp=etp):
         if g.kind == "attention":
             continue
-        if precision == "fp8":
+        if precision == "fp8" and g.name not in NORM_FUSED_FP8:
             # Transformer Engine casts each GEMM input to FP8 (amax, scale, a transposed copy for
             # the backward): read 2 bytes, write 2 x 1 byte per input element, fused per GEMM.
             memory(4 * g.m * g.k * g.count)
