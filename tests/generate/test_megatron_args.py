@@ -100,6 +100,10 @@ def test_stack_options(plan_doc, tmp_path):
     assert_one_line_error(run("generate", "slurm", str(p)), "best.layout.overlap_tp_comm", "sequence parallel")
     p = write_plan(tmp_path, with_layout(doc, moe_overlap="dualpipe"))
     assert_one_line_error(run("generate", "slurm", str(p)), "best.layout.moe_overlap", "ep > 1")
+    lay = doc["best"]["layout"]
+    p = write_plan(tmp_path, with_layout(doc, moe_overlap="dualpipe", framework="deepseek", interleave=1,
+                                         pp=2 * lay["pp"], dp=lay["dp"] // 2))
+    assert_one_line_error(run("generate", "slurm", str(p)), "best.layout.framework", "DualPipe")
     args = _args(tmp_path, with_layout(doc, offload_optimizer=True))
     assert "--optimizer-cpu-offload" in args and "--optimizer-offload-fraction=1.0" in args
 

@@ -235,6 +235,9 @@ def _moe(plan: JobPlan, res: MegatronArgs, refuse) -> None:
                                 "token dispatch; tokens travel in BF16, twice the all-to-all traffic planned")
     if lay.get("moe_overlap", "none") != "dualpipe":
         return
+    if lay.get("framework") == "deepseek" and lay["pp"] > 1 and lay.get("interleave", 1) == 1:
+        raise refuse("framework", "deepseek plans DeepSeek's DualPipe schedule (pp > 1, no virtual stages), which "
+                                  "Megatron-LM does not run; plan with --framework megatron for a job it can write")
     # megatron-core TransformerConfig: EP all-to-all overlap needs ep > 1, the alltoall (or flex)
     # dispatcher, no full recompute, and virtual stages when pp > 1.
     if lay.get("ep", 1) == 1:

@@ -20,11 +20,10 @@ to 2, Dao 2023), and memory-bound kernels moving about twice the forward's bytes
 Bytes per memory-bound kernel count 2-byte (fp16/bf16) activations: a layernorm reads and
 writes its input (4 B per element), bias + dropout + residual add reads two tensors and
 writes one plus a 1-byte mask (7 B; 6 B for a model without dropout, TransformerSpec.dropout;
-eager stacks: residual_bytes_kernels),
-bias + GeLU reads and writes (4 B; SwiGLU reads two halves, 6 B), softmax reads and writes
-the scores (4 B), dropout on the probabilities reads them, writes them and a mask (5 B; no
-kernel without dropout). With sequence parallelism the norms and
-dropouts see 1/tp of the tokens.
+eager stacks: residual_bytes_kernels), bias + GeLU reads and writes (4 B; SwiGLU reads two
+halves, 6 B), softmax reads and writes the scores (4 B), dropout on the probabilities reads
+them, writes them and a mask (5 B; no kernel without dropout). With sequence parallelism the
+norms and dropouts see 1/tp of the tokens.
 """
 
 from __future__ import annotations
