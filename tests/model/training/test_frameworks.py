@@ -118,3 +118,25 @@ def test_torch_compile_fuses_what_eager_pytorch_runs_op_by_op():
     assert fwd("torchtitan", True) == fwd("megatron", None) < fwd("torchtitan", None)
     eager = memory(LLAMA7B, _fsdp(8), 80e9, 4096).activations
     assert memory(LLAMA7B, _fsdp(8, torch_compile=True), 80e9, 4096).activations < eager
+
+
+def test_stacks_without_fused_gradient_accumulation_pay_a_pass_per_micro_batch():
+    from gpucluster.model.training.compute import elementwise_time_s
+    from gpucluster.model.training.step import GRAD_ACCUM_BYTES_PER_PARAM
+    from gpucluster.model.transformer_memory import weight_grad_optimizer_bytes
+
+    lay = Layout(tp=2, pp=2, dp=2, micro_batch=1, global_batch=16, zero=1, sequence_parallel=True)  # 8 micro batches
+    megatron = estimate(LLAMA7B, lay, A100_IB)
+    deepspeed = estimate(LLAMA7B, lay.with_(framework="deepspeed"), A100_IB)
+    local = weight_grad_optimizer_bytes(LLAMA7B, 2, 2, 2, 1, 0, "bf16")["params"]
+    extra = 7 * elementwise_time_s("A100-SXM4-80GB", local * GRAD_ACCUM_BYTES_PER_PARAM)
+    assert deepspeed.terms["compute"] - megatron.terms["compute"] == pytest.approx(extra, rel=1e-9)
+    assert frameworks.get("megatron").grad_accum_fused and not frameworks.get("fsdp").grad_accum_fused
+    # One micro batch per step has nothing to accumulate; ZeRO-3 keeps no full local gradient.
+    one = lay.with_(global_batch=2)
+    assert estimate(LLAMA7B, one.with_(framework="deepspeed"), A100_IB).terms["compute"] == \
+        pytest.approx(estimate(LLAMA7B, one, A100_IB).terms["compute"])
+    from gpucluster.model.training.step import _grad_accumulation_s
+    assert _grad_accumulation_s(lay.with_(framework="fsdp"), A100_IB, local) == pytest.approx(extra)
+    assert _grad_accumulation_s(Layout(dp=8, global_batch=64, zero=3, framework="fsdp"), A100_IB, local) == 0
+    assert _grad_accumulation_s(Layout(dp=8, global_batch=64, zero=2, framework="deepspeed"), A100_IB, local) == 0

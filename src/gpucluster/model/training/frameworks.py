@@ -41,6 +41,7 @@ class Framework:
     supports_tp: bool
     moe_dispatcher: str          # default token dispatcher (model/training/moe.py)
     moe_overlap: str             # default EP overlap
+    grad_accum_fused: bool       # the weight-gradient GEMM accumulates into the fp32 gradient buffer itself
     checkpoint: str              # how it checkpoints and steps the optimizer (documentation; not timed per step)
     source: str
 
@@ -58,19 +59,21 @@ FRAMEWORKS: dict[str, Framework] = {f.name: f for f in (
         "megatron", "Megatron-LM / Megatron-Core", fused_elementwise=True, host_scale=1.0, torch_compile=False,
         attention="default", overlap_dp_comm=False, dp_bucket_params=MEGATRON_BUCKET, dp_grad_bytes=2,
         zero3="per_unit", max_zero=3, supports_pp=True, supports_tp=True, moe_dispatcher="alltoall",
-        moe_overlap="none",
+        moe_overlap="none", grad_accum_fused=True,
         checkpoint="distributed optimizer (ZeRO-1) with torch_dist checkpoints; optimizer step fused Adam",
         source="Megatron-LM arguments.py (--overlap-grad-reduce off by default; Transformer Engine "
                "DotProductAttention, which picks FlashAttention or cuDNN fused attention by TE version and "
                "chip: `default`, the chip generation's kernel of model/training/attention.py; cuDNN on "
                "Hopper came out 28% too fast on Llama 3 405B at 128K, FlashAttention-2 8%); Megatron-Core "
                "DistributedDataParallelConfig.bucket_size docstring (max(40M, 1M x dp) parameters); "
-               "Megatron-Core custom FSDP shards per transformer layer"),
+               "Megatron-Core custom FSDP shards per transformer layer; gradient accumulation fused into the "
+               "weight-gradient GEMM (--gradient-accumulation-fusion, on unless --no-gradient-accumulation-fusion: "
+               "fused_weight_gradient_mlp_cuda writes into the fp32 main_grad)"),
     Framework(
         "nemo", "NVIDIA NeMo 2 (Megatron-Core underneath)", fused_elementwise=True, host_scale=1.0,
         torch_compile=False, attention="default", overlap_dp_comm=True, dp_bucket_params=MEGATRON_BUCKET,
         dp_grad_bytes=2, zero3="per_unit", max_zero=3, supports_pp=True, supports_tp=True,
-        moe_dispatcher="alltoall", moe_overlap="none",
+        moe_dispatcher="alltoall", moe_overlap="none", grad_accum_fused=True,
         checkpoint="Megatron-Core distributed checkpoints, asynchronous save; distributed fused Adam",
         source="NeMo 2 llm recipes: MegatronStrategy DistributedDataParallelConfig(overlap_grad_reduce=True, "
                "overlap_param_gather=True); Megatron-Core kernels and buckets as megatron"),
@@ -78,44 +81,47 @@ FRAMEWORKS: dict[str, Framework] = {f.name: f for f in (
         "deepspeed", "Megatron-DeepSpeed / DeepSpeed ZeRO", fused_elementwise=True, host_scale=1.0,
         torch_compile=False, attention="flash2", overlap_dp_comm=False, dp_bucket_params=5e8, dp_grad_bytes=2,
         zero3="per_parameter", max_zero=3, supports_pp=True, supports_tp=True, moe_dispatcher="alltoall",
-        moe_overlap="none",
+        moe_overlap="none", grad_accum_fused=False,
         checkpoint="per-rank optimizer shards (zero_pp_rank_*_optim_states.pt); fused Adam",
         source="DeepSpeed runtime/zero/config.py: overlap_comm false for stages 1-2, reduce_bucket_size 5e8, "
                "stage3_prefetch_bucket_size and per-parameter fetch in partitioned_param_coordinator.py; "
-               "Megatron-DeepSpeed keeps Megatron's fused layer kernels (--use-flash-attn for FlashAttention-2)"),
+               "Megatron-DeepSpeed keeps Megatron's fused layer kernels (--use-flash-attn for FlashAttention-2); "
+               "gradients accumulate in a separate fp32 pass per micro batch (bf16_optimizer.py "
+               "fp32_groups_gradients; the fp16 engine adds into .grad)"),
     Framework(
         "fsdp", "PyTorch FSDP / FSDP2 trainers (fms-fsdp, lit-gpt, metaseq, HF accelerate)",
         fused_elementwise=False, host_scale=1.0, torch_compile=False, attention="flash2", overlap_dp_comm=True,
         dp_bucket_params=25e6 / 2, dp_grad_bytes=2, zero3="per_unit", max_zero=3, supports_pp=False,
-        supports_tp=True, moe_dispatcher="alltoall", moe_overlap="none",
+        supports_tp=True, moe_dispatcher="alltoall", moe_overlap="none", grad_accum_fused=False,
         checkpoint="sharded state dict (torch.distributed.checkpoint); torch AdamW (foreach)",
         source="PyTorch FSDP docs: FlatParameter per wrapped module (transformer_auto_wrap_policy: one per block), "
                "BackwardPrefetch.BACKWARD_PRE default, limit_all_gathers (one unit ahead), reduce-scatter per "
                "unit; HYBRID_SHARD shards inside a group and all-reduces across groups; DDP bucket_cap_mb=25; "
                "SDPA's flash backend is FlashAttention-2; model code in eager PyTorch (RMSNorm as pow/mean/"
-               "rsqrt/mul ops)"),
+               "rsqrt/mul ops); DDP accumulates each micro batch's gradient into .grad in its own kernel"),
     Framework(
         "torchtitan", "torchtitan (FSDP2, DTensor TP, torch.compile optional)", fused_elementwise=False,
         host_scale=1.0, torch_compile=False, attention="flash2", overlap_dp_comm=True, dp_bucket_params=25e6 / 2,
         dp_grad_bytes=2, zero3="per_unit", max_zero=3, supports_pp=True, supports_tp=True,
-        moe_dispatcher="alltoall", moe_overlap="none",
+        moe_dispatcher="alltoall", moe_overlap="none", grad_accum_fused=False,
         checkpoint="torch.distributed.checkpoint (DCP), async optional; fused AdamW",
         source="torchtitan docs/fsdp.md: fully_shard per TransformerBlock, one all-gather per block into a "
                "flat buffer, reshard_after_forward; train configs: compile off unless [compile] is enabled; "
-               "SDPA (FlashAttention-2 backend)"),
+               "SDPA (FlashAttention-2 backend); gradients accumulate in .grad, a kernel of their own"),
     Framework(
         "nanotron", "Hugging Face nanotron", fused_elementwise=True, host_scale=1.0, torch_compile=False,
         attention="flash2", overlap_dp_comm=True, dp_bucket_params=25e6 / 4, dp_grad_bytes=4, zero3="none",
         max_zero=1, supports_pp=True, supports_tp=True, moe_dispatcher="alltoall", moe_overlap="none",
+        grad_accum_fused=False,
         checkpoint="per-rank safetensors shards; ZeRO-1 optimizer (optim/zero.py)",
         source="nanotron: DistributedDataParallel with ddp_bucket_cap_mb 25 and fp32 gradient accumulation "
                "(gradients reduced in fp32), ZeRO-1 only (optim/zero.py), flash-attn and its fused "
-               "RMSNorm/rotary kernels, 1F1B pipeline"),
+               "RMSNorm/rotary kernels, 1F1B pipeline; fp32 gradient accumulation buffers"),
     Framework(
         "deepseek", "DeepSeek's in-house stack (HAI-LLM) as the DeepSeek-V3 report describes it",
         fused_elementwise=True, host_scale=1.0, torch_compile=False, attention="default", overlap_dp_comm=True,
         dp_bucket_params=MEGATRON_BUCKET, dp_grad_bytes=2, zero3="none", max_zero=1, supports_pp=True,
-        supports_tp=True, moe_dispatcher="deepep", moe_overlap="dualpipe",
+        supports_tp=True, moe_dispatcher="deepep", moe_overlap="dualpipe", grad_accum_fused=True,
         checkpoint="not published; ZeRO-1 optimizer states (report section 3.2)",
         source="DeepSeek-V3 technical report (arXiv 2412.19437) sections 3.2.1-3.2.3: DualPipe (bidirectional "
                "1F1B without virtual stages; forward and backward chunks of two micro batches overlap the expert "

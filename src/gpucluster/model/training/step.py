@@ -222,6 +222,7 @@ def estimate(spec: TransformerSpec, lay: Layout, fab: TrainingFabric, *, seq_len
                                         etp=lay.expert_tp)["params"]
     terms["dp_comm"] = _dp_exposed(spec, lay, fab, t_f_stage, t_b_stage, stage_layers, compute_f, layer_compute,
                                    local)
+    terms["compute"] += _grad_accumulation_s(lay, fab, local)
     terms["optimizer"] = _optimizer_s(lay, fab, local)
 
     if mem is None:
@@ -373,6 +374,21 @@ def _zero3_exposed(spec: TransformerSpec, lay: Layout, fab: TrainingFabric, n: i
     else:
         exposed = comm_f + comm_b
     return lay.microbatches * stage_layers * exposed + ag  # the first layer's gather waits
+
+
+GRAD_ACCUM_BYTES_PER_PARAM = 10  # read the micro batch's bf16/fp16 gradient (2), read and write the fp32 sum (8)
+
+
+def _grad_accumulation_s(lay: Layout, fab: TrainingFabric, local: float) -> float:
+    """Gradient accumulation a stack runs as kernels of its own: after each micro batch but the
+    first, this GPU's gradients are added into the fp32 accumulation buffer (PyTorch DDP's .grad,
+    DeepSpeed's fp32 gradient groups, nanotron's fp32 buffers), a memory-bound pass over every
+    parameter it holds. Megatron-Core fuses it into the weight-gradient GEMM
+    (frameworks.Framework.grad_accum_fused). ZeRO-3 keeps only a shard of each gradient, and
+    ZeRO-2 reduces them as they come: neither keeps a full local buffer to add into."""
+    if lay.microbatches <= 1 or lay.zero >= 2 or frameworks.get(lay.framework).grad_accum_fused:
+        return 0.0
+    return (lay.microbatches - 1) * elementwise_time_s(fab.gpu_name, local * GRAD_ACCUM_BYTES_PER_PARAM)
 
 
 def _optimizer_s(lay: Layout, fab: TrainingFabric, local: float) -> float:
