@@ -116,7 +116,7 @@ FRAMEWORKS: dict[str, Framework] = {f.name: f for f in (
         checkpoint="per-rank safetensors shards; ZeRO-1 optimizer (optim/zero.py)",
         source="nanotron: DistributedDataParallel with ddp_bucket_cap_mb 25 and fp32 gradient accumulation "
                "(gradients reduced in fp32), ZeRO-1 only (optim/zero.py), flash-attn and its fused "
-               "RMSNorm/rotary kernels, 1F1B pipeline; fp32 gradient accumulation buffers"),
+               "RMSNorm/rotary kernels, 1F1B pipeline"),
     Framework(
         "deepseek", "DeepSeek's in-house stack (HAI-LLM) as the DeepSeek-V3 report describes it",
         fused_elementwise=True, host_scale=1.0, torch_compile=False, attention="default", overlap_dp_comm=True,
