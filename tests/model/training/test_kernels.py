@@ -97,7 +97,7 @@ def test_the_host_issues_the_output_layer_loss_and_embedding_kernels_too(monkeyp
         step._layer_cached.cache_clear()
 
 
-def test_fp8_casts_only_the_gemm_inputs_no_norm_kernel_writes_in_fp8():
+def test_fp8_casts_only_the_gemm_inputs_that_no_norm_kernel_writes_in_fp8():
     from gpucluster.model.training.compute import hbm_gbps
     from gpucluster.catalog import catalog
 
