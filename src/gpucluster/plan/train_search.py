@@ -119,10 +119,10 @@ def search(spec: TransformerSpec, fabric: TrainingFabric, gpus: int, global_batc
     template = Layout(global_batch=global_batch, precision=fixed.get("precision", precision),
                       flash_attention=fixed.get("flash_attention", flash_attention), **stack_fixed)
     # Megatron-Core's expert all-to-all overlap (what `generate` writes for moe_overlap dualpipe)
-    # refuses full recompute and, with pp > 1, a schedule without virtual stages
-    # (TransformerConfig.__post_init__): such layouts are not ranked.
-    a2a_overlap = template.moe_overlap == "dualpipe" and template.framework == "megatron"
-    dualpipe = template.moe_overlap == "dualpipe" and fw.moe_overlap == "dualpipe"
+    # refuses full recompute and expert parallelism of 1 (TransformerConfig.__post_init__): such
+    # layouts are not ranked; a pipeline without virtual stages is layout.dualpipe_problems' rule.
+    a2a_overlap = template.moe_overlap == "dualpipe" and fw.megatron_core
+    dualpipe = template.moe_overlap == "dualpipe" and fw.dualpipe
     options = (_options("offload_optimizer", fixed, [False, True]),
                _options("recompute", fixed, ["none", "selective"] if a2a_overlap else ["none", "selective", "full"]))
     tp_max = gpus if tp_across_domains else min(gpus, fabric.domain)
@@ -152,9 +152,9 @@ def search(spec: TransformerSpec, fabric: TrainingFabric, gpus: int, global_batc
                             v = fixed["interleave"]
                             choices = [(v, v > 1 and spec.layers % (pp * v) != 0 and (spec.layers + 2) % (pp * v) == 0)]
                         for v, accounted in choices:
-                            if a2a_overlap and (ep == 1 or (pp > 1 and v == 1)):
+                            if a2a_overlap and ep == 1:
                                 result.rejected["moe_overlap dualpipe: Megatron-Core overlaps the expert all-to-all "
-                                                "only with ep > 1 and, when pp > 1, interleave > 1"] += 1
+                                                "only with ep > 1"] += 1
                                 continue
                             # An EP group larger than dp x cp folds over the TP ranks (expert TP 1).
                             etp = fixed.get("etp", 0 if (dp * cp) % ep == 0 else 1)

@@ -20,8 +20,8 @@ from gpucluster.validate.training_predictor import defaults_taken, predict_train
 DENSE = TransformerSpec(layers=32, hidden=4096, heads=32, vocab=32000, seq_len=4096)
 FAB = TrainingFabric("H100-SXM5-80GB", 8, 8, "InfiniBand", 50.0)
 ONE_F_ONE_B = Layout(tp=8, pp=8, dp=1, micro_batch=1, global_batch=32, recompute="selective", zero=1,
-                     sequence_parallel=True)
-DUALPIPE = ONE_F_ONE_B.with_(moe_overlap="dualpipe")
+                     sequence_parallel=True, framework="deepseek")
+DUALPIPE = ONE_F_ONE_B.with_(moe_overlap="dualpipe")   # deepseek's default, stated
 
 
 def test_dualpipe_bubble_is_the_reports_formula_and_smaller_than_1f1b():
@@ -46,12 +46,19 @@ def test_dualpipe_holds_two_stages_per_rank_and_pp_plus_one_micro_batches():
 
 def test_dualpipe_rules_name_dualpipe():
     assert not problems(DENSE, DUALPIPE.with_(pp=4, dp=2, tp=4, global_batch=16), 32)   # 8 = 2 x pp
-    three = Layout(tp=1, pp=3, dp=1, global_batch=12, moe_overlap="dualpipe")
+    three = Layout(tp=1, pp=3, dp=1, global_batch=12, moe_overlap="dualpipe", framework="deepseek")
     spec = TransformerSpec(layers=30, hidden=1024, heads=16, vocab=32000, seq_len=1024)
     assert any("DualPipe" in p and "even" in p for p in problems(spec, three, 3))
     few = DUALPIPE.with_(global_batch=8)   # 8 micro batches < 2 x pp
     assert any("DualPipe" in p and "2 x pp (16)" in p for p in problems(DENSE, few, 64))
     assert not problems(DENSE, DUALPIPE, 64)
+    # Megatron-Core (megatron, nemo) has no DualPipe: the same layout breaks its overlap rule and
+    # runs nothing of DualPipe's; the schedule is the framework's, not a special case of the search.
+    for name in ("megatron", "nemo"):
+        mcore = DUALPIPE.with_(framework=name)
+        assert not mcore.dualpipe_schedule
+        assert any("Megatron-Core" in p and "interleave > 1" in p for p in problems(DENSE, mcore, 64))
+    assert not problems(DENSE, DUALPIPE.with_(framework="megatron", interleave=2, global_batch=32), 64)
 
 
 DSV3: dict[str, Any] = {
@@ -77,5 +84,5 @@ def test_deepseek_v3_layout_as_published_is_predicted_as_dualpipe():
     # Stated as Megatron, the same layout breaks Megatron-Core's rule, and the refusal says which.
     megatron = copy.deepcopy(DSV3)
     megatron["training"]["framework"] = "megatron"
-    with pytest.raises(Unsupported, match="Megatron-Core overlaps the expert all-to-all"):
+    with pytest.raises(Unsupported, match=r"Megatron-Core \(megatron\) overlaps the expert all-to-all only with virtual stages"):
         predict_training(Case.model_validate(megatron))

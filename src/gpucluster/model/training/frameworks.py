@@ -44,6 +44,8 @@ class Framework:
     grad_accum_fused: bool       # the weight-gradient GEMM accumulates into the fp32 gradient buffer itself
     checkpoint: str              # how it checkpoints and steps the optimizer (documentation; not timed per step)
     source: str
+    megatron_core: bool = False  # built on Megatron-Core: its schedules and its rules (expert all-to-all overlap)
+    dualpipe: bool = False       # runs DeepSeek's DualPipe schedule (moe_overlap dualpipe without virtual stages)
 
     def summary(self) -> str:
         fused = "fused element-wise kernels" if self.fused_elementwise or self.torch_compile else "eager element-wise ops"
@@ -68,7 +70,7 @@ FRAMEWORKS: dict[str, Framework] = {f.name: f for f in (
                "DistributedDataParallelConfig.bucket_size docstring (max(40M, 1M x dp) parameters); "
                "Megatron-Core custom FSDP shards per transformer layer; gradient accumulation fused into the "
                "weight-gradient GEMM (--gradient-accumulation-fusion, on unless --no-gradient-accumulation-fusion: "
-               "fused_weight_gradient_mlp_cuda writes into the fp32 main_grad)"),
+               "fused_weight_gradient_mlp_cuda writes into the fp32 main_grad)", megatron_core=True),
     Framework(
         "nemo", "NVIDIA NeMo 2 (Megatron-Core underneath)", fused_elementwise=True, host_scale=1.0,
         torch_compile=False, attention="default", overlap_dp_comm=True, dp_bucket_params=MEGATRON_BUCKET,
@@ -76,7 +78,7 @@ FRAMEWORKS: dict[str, Framework] = {f.name: f for f in (
         moe_dispatcher="alltoall", moe_overlap="none", grad_accum_fused=True,
         checkpoint="Megatron-Core distributed checkpoints, asynchronous save; distributed fused Adam",
         source="NeMo 2 llm recipes: MegatronStrategy DistributedDataParallelConfig(overlap_grad_reduce=True, "
-               "overlap_param_gather=True); Megatron-Core kernels and buckets as megatron"),
+               "overlap_param_gather=True); Megatron-Core kernels and buckets as megatron", megatron_core=True),
     Framework(
         "deepspeed", "Megatron-DeepSpeed / DeepSpeed ZeRO", fused_elementwise=True, host_scale=1.0,
         torch_compile=False, attention="flash2", overlap_dp_comm=False, dp_bucket_params=5e8, dp_grad_bytes=2,
@@ -127,7 +129,7 @@ FRAMEWORKS: dict[str, Framework] = {f.name: f for f in (
                "1F1B without virtual stages; forward and backward chunks of two micro batches overlap the expert "
                "all-to-all), node-limited dispatch over InfiniBand then NVLink (DeepEP's kernels), ZeRO-1 data "
                "parallelism, no tensor parallelism in V3's run (the stack is not public: its kernels are taken "
-               "as Megatron-Core's fused ones)"),
+               "as Megatron-Core's fused ones)", dualpipe=True),
 )}
 
 DEFAULT_FRAMEWORK = "megatron"

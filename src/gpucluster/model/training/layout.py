@@ -69,10 +69,13 @@ class Layout:
     @property
     def dualpipe_schedule(self) -> bool:
         """DeepSeek's DualPipe pipeline schedule (DeepSeek-V3 report, section 3.2.1): `moe_overlap`
-        dualpipe on a plain pipeline (pp > 1, no interleave). With interleave > 1 the same overlap
-        is Megatron-Core's interleaved 1F1B with the expert all-to-all overlapped; with pp 1, two
-        micro batches overlapped on one GPU."""
-        return self.moe_overlap == "dualpipe" and self.pp > 1 and self.interleave == 1
+        dualpipe on a plain pipeline (pp > 1, no interleave) in a framework that runs it
+        (frameworks.Framework.dualpipe). With interleave > 1 the same overlap is Megatron-Core's
+        interleaved 1F1B with the expert all-to-all overlapped; with pp 1, two micro batches
+        overlapped on one GPU."""
+        fw = frameworks.FRAMEWORKS.get(self.framework)
+        return self.moe_overlap == "dualpipe" and self.pp > 1 and self.interleave == 1 and fw is not None \
+            and fw.dualpipe
 
     @property
     def expert_tp(self) -> int:
@@ -183,8 +186,14 @@ def shape_problems(spec: TransformerSpec, lay: Layout, gpus: int | None = None,
 
 
 def dualpipe_problems(lay: Layout) -> list[str]:
-    """DualPipe's own rules (deepseek-ai/DualPipe, dualpipe.py `step`: an even number of pipeline
-    ranks, and an even number of micro batches, at least twice the ranks: half enter at each end)."""
+    """The expert all-to-all overlap on a pipeline without virtual stages: Megatron-Core refuses it
+    (TransformerConfig.__post_init__); DeepSeek's DualPipe runs it with its own rules
+    (deepseek-ai/DualPipe, dualpipe.py `step`: an even number of pipeline ranks, and an even
+    number of micro batches, at least twice the ranks: half enter at each end)."""
+    fw = frameworks.FRAMEWORKS.get(lay.framework)
+    if lay.moe_overlap == "dualpipe" and lay.pp > 1 and lay.interleave == 1 and fw is not None and fw.megatron_core:
+        return [f"moe_overlap dualpipe: Megatron-Core ({fw.name}) overlaps the expert all-to-all only with virtual "
+                "stages (interleave > 1) when pp > 1; DeepSeek's DualPipe runs without them (framework deepseek)"]
     if not lay.dualpipe_schedule:
         return []
     out = []
