@@ -41,6 +41,21 @@ def test_every_source_weighs_the_same():
     assert band.hi == pytest.approx(2.0) and band.cases == 102 and band.sources == 3
 
 
+def test_a_leaning_band_keeps_the_wider_side():
+    # Half the sources right, 40% 22% too slow, 10% 65% too slow: |log| puts 80% within 0.2, but
+    # the slow side's own 90th percentile is further out, and the band keeps it; the fast side
+    # stays the symmetric one (no residual is below 1 at all).
+    rs = [Residual(f"{s}", f"s{s}", ALL_VALID, math.exp(x))
+          for s, x in enumerate([0.0] * 5 + [0.2] * 4 + [0.5])]
+    band = band_of(rs, {})
+    assert band.lo == pytest.approx(math.exp(-0.2))
+    assert band.hi > math.exp(0.2) * 1.05
+    assert band.hi == pytest.approx(math.exp(weighted_quantile([0.0] * 5 + [0.2] * 4 + [0.5], [1] * 10, 0.9)))
+    # A mirror image leans the other way.
+    mirrored = band_of([Residual(r.id, r.source, r.features, 1 / r.ratio) for r in rs], {})
+    assert mirrored.lo == pytest.approx(1 / band.hi) and mirrored.hi == pytest.approx(1 / band.lo)
+
+
 @pytest.mark.parametrize("seed", range(5))
 def test_interval_holds_the_point_prediction(seed):
     rng = random.Random(seed)

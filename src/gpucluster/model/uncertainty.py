@@ -6,9 +6,10 @@ for a throughput, predicted / measured, so that every ratio reads as "the real t
 this many times the predicted one"), each from a prediction whose fitted constants never
 saw that case's source (leave-one-source-out, benchmarks/cross_validate.py).
 
-A *band* is the central LEVEL (80%) interval of log(ratio) over the residuals of one regime:
-the weighted 10th and 90th percentiles, every source weighing the same in all (a source
-with 400 runs of one stack must not decide the interval of every other stack). An interval
+A *band* is the central LEVEL (80%) interval of log(ratio) over the residuals of one regime,
+every source weighing the same in all (a source
+with 400 runs of one stack must not decide the interval of every other stack); each side
+is the wider of the symmetric |log| quantile and its own percentile (band_of). An interval
 is the prediction times the band, widened to hold the prediction itself.
 
 Pooling hierarchy: the regime's features are dropped from the last to the first
@@ -112,16 +113,20 @@ def weighted_quantile(values: Sequence[float], weights: Sequence[float], q: floa
 
 
 def band_of(residuals: Sequence[Residual], regime: Mapping[str, bool], level: float = LEVEL) -> Band:
-    """The band of these residuals, every source weighing the same."""
+    """The band of these residuals, every source weighing the same. Each side is the wider of two
+    estimates in log space: the `level` quantile of |log(measured / predicted)| (symmetric: a source
+    left out differs from the others mostly by a bias of either sign, which a few sources' one-sided
+    tails under-state; vTrain's bias fell outside a 10-90% band of the others), and that side's own
+    percentile (10th or 90th). The errors lean one way (stacks the model was not fitted on ran
+    slower than predicted more often than faster), and a symmetric band alone hides the lean."""
     per_source: dict[str, int] = defaultdict(int)
     for r in residuals:
         per_source[r.source] += 1
     w = [1 / per_source[r.source] for r in residuals]
-    # Symmetric in log space: the `level` quantile of |log(measured / predicted)|. A source left out
-    # differs from the others mostly by a bias of either sign, which the two one-sided tails of a
-    # few sources' errors under-state (vTrain's bias fell outside a 10-90% band of the others).
-    q = weighted_quantile([abs(math.log(r.ratio)) for r in residuals], w, level)
-    return Band(dict(regime), math.exp(-q), math.exp(q), len(residuals), len(per_source))
+    logs = [math.log(r.ratio) for r in residuals]
+    q = weighted_quantile([abs(x) for x in logs], w, level)
+    low, high = weighted_quantile(logs, w, (1 - level) / 2), weighted_quantile(logs, w, (1 + level) / 2)
+    return Band(dict(regime), math.exp(min(-q, low)), math.exp(max(q, high)), len(residuals), len(per_source))
 
 
 def prefixes(features: Mapping[str, bool], order: Sequence[str]) -> list[dict[str, bool]]:
