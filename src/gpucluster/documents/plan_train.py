@@ -39,7 +39,7 @@ class Layout(Open):
     zero3_prefetch_params: Num | None = None
     moe_dispatcher: str = "alltoall"
     moe_fp8_dispatch: bool = False
-    moe_imbalance: Num = 1.0
+    moe_imbalance: Num | None = None
     pp_embedding_layer: bool = False
     pp_loss_layer: bool = False
     attention_kernel: str = "default"

@@ -84,7 +84,7 @@ class PlanLayout(BaseModel):
     moe_overlap: Literal["none", "dualpipe"] = "none"
     moe_dispatcher: Literal["alltoall", "deepep"] = "alltoall"
     moe_fp8_dispatch: StrictBool = False
-    moe_imbalance: Annotated[StrictFloat | StrictInt, Field(ge=1, le=64)] = 1.0   # a model input, nothing to set
+    moe_imbalance: Annotated[StrictFloat | StrictInt, Field(ge=1, le=64)] | None = None  # a model input, nothing to set
     pp_embedding_layer: StrictBool = False
     pp_loss_layer: StrictBool = False
     zero3_prefetch_params: Annotated[StrictFloat | StrictInt, Field(gt=0, le=1e13)] | None = None

@@ -23,6 +23,7 @@ from gpucluster.model.training import attention
 from gpucluster.model.training.compute import gemm_curve, sustained
 from gpucluster.model.training.power import clock_fraction
 from gpucluster.model.training.layout import Layout
+from gpucluster.model.training.moe import DEFAULT_MOE_IMBALANCE_SOURCE
 from gpucluster.plan.mfu_reference import MfuReference, mfu_reference
 
 if TYPE_CHECKING:
@@ -48,9 +49,12 @@ class Confidence:
                 "mfu_reference": None if self.reference is None else self.reference.to_json()}
 
 
-def confidence(gpu_name: str, lay: Layout, mfu: float) -> Confidence:
+def confidence(gpu_name: str, lay: Layout, mfu: float, moe: bool = False) -> Confidence:
+    """`moe`: the model has routed experts (its expert load imbalance is then an input)."""
     gpu = catalog.gpus.get(gpu_name)
     out: list[str] = []
+    if moe and lay.moe_imbalance is None:
+        out.append(f"{DEFAULT_MOE_IMBALANCE_SOURCE}; set moe_imbalance= to your router's figure")
     curve = gemm_curve(gpu.name, lay.precision)
     if "no " in curve.provenance.split(";")[0] or "one measured" in curve.provenance:
         out.append(f"GEMM rate: {curve.provenance.split(';')[0]}")

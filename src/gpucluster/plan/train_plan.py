@@ -63,7 +63,7 @@ class TrainingPlan:
 
     @property
     def confidence(self) -> Confidence:
-        return confidence(self.target.fabric.gpu_name, self.best.layout, self.best.mfu)
+        return confidence(self.target.fabric.gpu_name, self.best.layout, self.best.mfu, moe=self.spec.is_moe)
 
     @property
     def steps(self) -> float:

@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt, field_validator
 
-from gpucluster.model.training import frameworks
+from gpucluster.model.training import frameworks, moe
 from gpucluster.model.training.layout import Layout, problems
 from gpucluster.model.transformer_params import parse_pipeline_layout
 from gpucluster.model.training.step import estimate
@@ -28,7 +28,7 @@ from gpucluster.validate.predictors import Unsupported, fabric_for, predictors, 
 # asynchronously by design. (`plan train` instead assumes the tuned stack it recommends:
 # overlap on.) The framework and the FLOPs convention have rules of their own below.
 STACK_DEFAULTS: dict[str, Any] = {"attention": "flash", "overlap_dp_comm": "framework", "overlap_tp_comm": False,
-                                  "moe_fp8_dispatch": False, "moe_imbalance": 1.0, "zero3_prefetch_params": 5e8}
+                                  "moe_fp8_dispatch": False, "moe_imbalance": None, "zero3_prefetch_params": 5e8}
 # `attention`: "flash" is the framework's default fused kernel (frameworks.Framework.attention),
 # "unfused" the s x s scores in HBM, the others a named kernel (model/training/attention.py).
 ATTENTION = ("flash", "unfused", "flash2", "flash3", "cudnn")
@@ -63,7 +63,7 @@ class Training(BaseModel):
     moe_dispatcher: Literal["alltoall", "deepep"] | None = None     # default: the framework's
     torch_compile: bool | None = None                               # default: the framework's
     moe_fp8_dispatch: bool = STACK_DEFAULTS["moe_fp8_dispatch"]
-    moe_imbalance: float = Field(STACK_DEFAULTS["moe_imbalance"], ge=1.0, le=64.0)
+    moe_imbalance: float | None = Field(STACK_DEFAULTS["moe_imbalance"], ge=1.0, le=64.0)  # None: moe.py default
     zero3_prefetch_params: float = Field(STACK_DEFAULTS["zero3_prefetch_params"], ge=1.0, le=1e15)
     pp_embedding_layer: bool | None = None
     pp_loss_layer: bool | None = None
@@ -168,11 +168,20 @@ def defaults_taken(case: Case) -> list[str]:
         kernel = frameworks.get(fw).attention
         kernel = "the chip generation's kernel (model/training/attention.py)" if kernel == "default" else kernel
         out.append(f"attention: flash = {kernel}, {fw}'s fused kernel")
+    if tr.moe_imbalance is None and _is_moe(case):
+        out.append(f"moe_imbalance: {moe.DEFAULT_MOE_IMBALANCE:g} ({moe.DEFAULT_MOE_IMBALANCE_SOURCE})")
     if tr.flops_counted is None and any(k in case.measured for k in ("tflops_per_gpu", "mfu")):
         counted = default_flops_counted(tr.attention, tr.recompute is not None)
         out.append(f"flops_counted: {counted} (recompute {'' if counted == 'hardware' else 'not '}counted; "
                    "validate/conventions.py)")
     return out
+
+
+def _is_moe(case: Case) -> bool:
+    try:
+        return section(TransformerSpec, getattr(case, "model", None), "model").is_moe
+    except Unsupported:
+        return False
 
 
 def stated_layout(spec: TransformerSpec, tr: Training) -> dict[str, Any]:

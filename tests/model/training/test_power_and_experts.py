@@ -78,9 +78,40 @@ def test_imbalance_slows_the_busiest_rank_and_has_a_documented_default():
     skewed = grouped_gemm.expert_gemm_s(curve, 2048, 1536, 2048, 16, imbalance=1.5)[0]
     assert skewed > 1.3 * even
     assert moe.expert_imbalance(Layout(moe_imbalance=1.25)) == 1.25
-    unset = Layout().with_(moe_imbalance=None)
+    unset = Layout()   # a layout that does not state it takes the documented default, not balanced routing
+    assert unset.moe_imbalance is None
     assert moe.expert_imbalance(unset) == moe.DEFAULT_MOE_IMBALANCE > 1.0
     assert "estimate" in moe.DEFAULT_MOE_IMBALANCE_SOURCE
+
+
+def test_an_unstated_imbalance_is_the_default_everywhere_and_said_so():
+    from gpucluster.plan.confidence import confidence
+    from gpucluster.specs.validation_case import Case
+    from gpucluster.validate.training_predictor import defaults_taken, predict_training
+
+    qwen = {"layers": 4, "hidden": 2048, "heads": 32, "kv_heads": 4, "ffn_hidden": 6144, "gated_mlp": True,
+            "vocab": 151936, "seq_len": 4096, "experts": 128, "experts_per_token": 8, "moe_ffn_hidden": 768}
+    training = {"global_batch": 64, "tp": 1, "pp": 1, "dp": 8, "cp": 1, "ep": 8, "micro_batch": 1, "interleave": 1,
+                "sequence_parallel": False, "recompute": "none", "zero": 1}
+
+    def case(model: dict, **extra) -> Case:
+        return Case(id="c", kind="training", hardware={"gpu": "H100-SXM5-80GB", "gpus": 8, "gpus_per_node": 8},
+                    model=model, training=training | extra, measured={"tokens_per_s_per_gpu": 1.0})
+
+    unstated, stated = case(qwen), case(qwen, moe_imbalance=moe.DEFAULT_MOE_IMBALANCE)
+    assert predict_training(unstated) == predict_training(stated)
+    assert predict_training(case(qwen, moe_imbalance=1.0))["tokens_per_s_per_gpu"] > \
+        predict_training(unstated)["tokens_per_s_per_gpu"]
+    assert any(d.startswith("moe_imbalance: ") for d in defaults_taken(unstated))
+    assert not any("moe_imbalance" in d for d in defaults_taken(stated))
+    dense = {k: v for k, v in qwen.items() if k not in ("experts", "experts_per_token", "moe_ffn_hidden")}
+    assert not any("moe_imbalance" in d for d in defaults_taken(case(dense, ep=1)))
+    # A plan names the assumption for a MoE model that does not state it, and only then.
+    lay = Layout(ep=8, dp=8)
+    assert any("imbalance" in a for a in confidence("H100-SXM5-80GB", lay, 0.3, moe=True).assumptions)
+    assert not any("imbalance" in a for a in confidence("H100-SXM5-80GB", lay.with_(moe_imbalance=1.2), 0.3,
+                                                        moe=True).assumptions)
+    assert not any("imbalance" in a for a in confidence("H100-SXM5-80GB", lay, 0.3).assumptions)
 
 
 def test_moe_layer_counts_the_token_permutation():

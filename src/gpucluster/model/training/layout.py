@@ -49,7 +49,8 @@ class Layout:
     zero3_prefetch_params: float = 5e8  # parameters ZeRO-3 gathers ahead (DeepSpeed stage3_prefetch_bucket_size)
     moe_dispatcher: Literal["alltoall", "deepep"] = "alltoall"  # see model/training/moe.py
     moe_fp8_dispatch: bool = False     # tokens sent to their experts in FP8 (DeepSeek-V3)
-    moe_imbalance: float = 1.0         # busiest expert rank's tokens / mean (1: balanced routing)
+    # Busiest expert rank's tokens / mean (1: balanced routing); None: not stated, moe.DEFAULT_MOE_IMBALANCE.
+    moe_imbalance: float | None = None
     pp_embedding_layer: bool = False  # the embedding counts as a pipeline layer (Megatron-Core)
     pp_loss_layer: bool = False       # the loss counts as a pipeline layer (Megatron-Core)
     # Explicit pipeline layout: transformer layers of each virtual stage in schedule order (pp x
@@ -107,7 +108,7 @@ class Layout:
         parts += [f"moe-overlap={self.moe_overlap}"] if self.moe_overlap != "none" else []
         parts += [f"moe-dispatcher={self.moe_dispatcher}"] if self.moe_dispatcher != "alltoall" else []
         parts += ["moe-fp8-dispatch"] if self.moe_fp8_dispatch else []
-        parts += [f"moe-imbalance={self.moe_imbalance:g}"] if self.moe_imbalance != 1.0 else []
+        parts += [f"moe-imbalance={self.moe_imbalance:g}"] if self.moe_imbalance is not None else []
         parts += [f"zero3-prefetch={self.zero3_prefetch_params:g}"] if self.zero >= 3 and \
             self.zero3_prefetch_params != 5e8 else []
         parts += [f"shard-group={self.shard_group}"] if self.zero >= 3 and self.shard_group else []
@@ -167,7 +168,7 @@ def shape_problems(spec: TransformerSpec, lay: Layout, gpus: int | None = None,
     out += dualpipe_problems(lay)
     if not 1.0 <= lay.zero3_prefetch_params <= 1e15:
         out.append(f"zero3_prefetch_params must be between 1 and 1e15, got {lay.zero3_prefetch_params}")
-    if not 1.0 <= lay.moe_imbalance <= 64:
+    if lay.moe_imbalance is not None and not 1.0 <= lay.moe_imbalance <= 64:
         out.append(f"moe_imbalance must be between 1 and 64 (busiest expert rank / mean), got {lay.moe_imbalance}")
     if lay.sequence_parallel and lay.tp == 1:
         out.append("sequence_parallel needs tp > 1")
