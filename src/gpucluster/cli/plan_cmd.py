@@ -7,6 +7,8 @@ from typing import Annotated, Optional
 
 import typer
 
+from gpucluster.model.training.frameworks import DEFAULT_FRAMEWORK, FRAMEWORKS
+
 
 def train(
     model: Annotated[str, typer.Option(help="A preset (see `gpucluster models`) or a model YAML file")],
@@ -29,7 +31,7 @@ def train(
         help="Attention kernel: flash (the framework's fused kernel; default), flash2, flash3, cudnn, "
              "or unfused (scores in HBM)")] = None,
     framework: Annotated[Optional[str], typer.Option(
-        help="Training stack: megatron (default), nemo, deepspeed, fsdp, torchtitan, nanotron "
+        help=f"Training stack: {', '.join(f'{n} (default)' if n == DEFAULT_FRAMEWORK else n for n in FRAMEWORKS)} "
              "(docs/training.md: what each fuses, overlaps and shards)")] = None,
     shard_group: Annotated[Optional[int], typer.Option(
         help="HSDP: GPUs one ZeRO-3 shard group spans, replicated across groups (default: all data-parallel GPUs)")] = None,
