@@ -35,12 +35,14 @@ def table(files: list[Path]) -> str:
              "## Summary (absolute error; coverage of the 80% intervals)", "",
              "Coverage: the share of predictions whose measured value lies inside their 80% interval",
              "(catalog/data/intervals.yaml). The table was calibrated on these files, so this coverage is",
-             "in-sample; the cross-validated one is in docs/validation.md.", "",
-             "| kind | cases | predicted | median | mean | max | coverage | median half-width |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+             "in-sample; the cross-validated one is in docs/validation.md. Bias: the mean of predicted speed /",
+             "measured - 1 (a time's error flipped), positive where the model predicts faster than measured.", "",
+             "| kind | cases | predicted | median | mean | max | bias | coverage | median half-width |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for kind, row in summarize(results).items():
-        pct = ["-" if row[k] is None else f"{100 * row[k]:.1f}%"
-               for k in ("median_abs_error", "mean_abs_error", "max_abs_error", "coverage", "median_half_width")]
+        pct = ["-" if row[k] is None else f"{100 * row[k]:{'+' if k == 'mean_speed_bias' else ''}.1f}%"
+               for k in ("median_abs_error", "mean_abs_error", "max_abs_error", "mean_speed_bias", "coverage",
+                         "median_half_width")]
         lines.append(f"| {kind} | {row['cases']} | {row['predicted']} | {' | '.join(pct)} |")
     for f in files:
         rows = [r for r in results if r.file and Path(r.file).name == f.name] or \

@@ -22,6 +22,21 @@ def test_collective_public_meets_the_accuracy_target(shared_dir):
     assert s["max_abs_error"] <= 0.25
 
 
+def test_speed_bias_has_one_sign_for_times_and_rates():
+    from gpucluster.validate.conventions import TIME_METRICS, speed_bias
+    from gpucluster.validate.runner import CaseResult
+
+    # A step predicted at 0.8 s against 1.0 s measured and a throughput predicted at 1.25x: both 25% too fast.
+    assert speed_bias("iteration_s", -0.2) == pytest.approx(0.25)
+    assert speed_bias("tokens_per_s_per_gpu", 0.25) == pytest.approx(0.25)
+    assert speed_bias("ttft_s", 0.25) == pytest.approx(-0.2) and "ttft_s" in TIME_METRICS
+    rows = [CaseResult("a", "training", "iteration_s", 1.0, 0.8, -0.2),
+            CaseResult("b", "training", "tflops_per_gpu", 100.0, 125.0, 0.25),
+            CaseResult("c", "training", "mfu", 0.4, None, None, reason="refused")]
+    s = summarize(rows)["training"]
+    assert s["mean_speed_bias"] == pytest.approx(0.25) and s["mean_abs_error"] == pytest.approx(0.225)
+
+
 def test_every_shipped_file_runs_without_crashing(shared_dir):
     for path in sorted((shared_dir / "validation").glob("*.yaml")):
         for r in run_file(path):

@@ -41,13 +41,16 @@ def validate(
             t.add_row(safe(r.id), safe(r.kind), safe(r.metric), num(r.measured, 2), num(r.predicted, 2),
                       f"[{style}]{err}[/{style}]" if style else err, band, "in-sample" if r.in_sample else "")
     console.print(t)
-    s = Table(title="Summary (absolute error; coverage: measured inside the 80% interval)", title_justify="left")
-    for col in ("kind", "cases", "predicted", "in-sample", "median %", "mean %", "max %", "coverage", "half-width %"):
+    s = Table(title="Summary (absolute error; bias: mean of predicted speed / measured - 1, + too fast; "
+                    "coverage: measured inside the 80% interval)", title_justify="left")
+    for col in ("kind", "cases", "predicted", "in-sample", "median %", "mean %", "max %", "bias %", "coverage",
+                "half-width %"):
         s.add_column(col, justify="left" if col == "kind" else "right")
     for kind, row in summary.items():
         pct = [None if row[k] is None else 100 * row[k] for k in ("median_abs_error", "mean_abs_error", "max_abs_error")]
+        bias = None if row["mean_speed_bias"] is None else f"{100 * row['mean_speed_bias']:+.1f}"
         s.add_row(safe(kind), str(row["cases"]), str(row["predicted"]), str(row["in_sample"]), *(num(p) for p in pct),
-                  _coverage(row), num(None if row["median_half_width"] is None else 100 * row["median_half_width"]))
+                  bias or "-", _coverage(row), num(None if row["median_half_width"] is None else 100 * row["median_half_width"]))
     console.print(s)
     if by_file:
         c = Table(title="Interval coverage per file", title_justify="left")

@@ -50,6 +50,8 @@ class KindSummary(Coverage):
     median_abs_error: Num | None
     mean_abs_error: Num | None
     max_abs_error: Num | None
+    mean_speed_bias: Num | None = Field(None, description="mean of predicted speed / measured - 1 (a time metric's "
+                                                          "error flipped): + the model predicts faster than measured")
 
 
 class ValidateDocument(Document):

@@ -58,6 +58,18 @@ def predicted_figures(est: _Estimate, counted: FlopsCounted) -> dict[str, float]
             "tokens_per_s_per_gpu": est.tokens_per_s_per_gpu, "mfu": est.hfu if hardware else est.mfu}
 
 
+# Measured metrics that are times (a higher prediction is a slower one); every other metric a case
+# may carry is a rate (throughput, TFLOP/s, MFU, bus bandwidth).
+TIME_METRICS = frozenset({"iteration_s", "latency_s", "ttft_s", "tpot_s", "time_us"})
+
+
+def speed_bias(metric: str, error: float) -> float:
+    """How much faster the prediction is than the measurement (predicted speed / measured - 1;
+    negative: slower), from a metric's error (predicted - measured) / measured: the same sign
+    whether the case measured a time or a rate."""
+    return 1 / (1 + error) - 1 if metric in TIME_METRICS else error
+
+
 def compared_metric(metric: str) -> str:
     """The predicted figure a measured `metric` is compared with: the same name (the predictor
     has already applied the case's convention)."""

@@ -11,7 +11,7 @@ from gpucluster.specs.loader import load_yaml, parse_data
 from gpucluster.specs.validation_case import ValidationFile
 from gpucluster.validate import training_predictor  # registers the `training` kind; its defaults_taken
 from gpucluster.validate import inference_predictor  # registers the `inference` kind; its defaults_taken
-from gpucluster.validate.conventions import compared_metric
+from gpucluster.validate.conventions import compared_metric, speed_bias
 from gpucluster.validate.in_sample import in_sample
 from gpucluster.errors import UserError
 from gpucluster.validate.predictors import Invalid, Unsupported, predictors
@@ -142,6 +142,7 @@ def summarize(results: list[CaseResult]) -> dict[str, dict]:
     for kind in sorted({r.kind for r in results}):
         rows = [r for r in results if r.kind == kind]
         errs = [abs(r.error) for r in rows if r.error is not None]
+        bias = [speed_bias(r.metric, r.error) for r in rows if r.error is not None]
         out[kind] = {
             "cases": len(rows),
             "predicted": len(errs),
@@ -149,6 +150,8 @@ def summarize(results: list[CaseResult]) -> dict[str, dict]:
             "median_abs_error": statistics.median(errs) if errs else None,
             "mean_abs_error": statistics.fmean(errs) if errs else None,
             "max_abs_error": max(errs) if errs else None,
+            # Signed: + the model predicts faster than measured (a time metric's error flipped).
+            "mean_speed_bias": statistics.fmean(bias) if bias else None,
             **coverage_of(rows),
         }
     return out
