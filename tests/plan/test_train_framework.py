@@ -30,6 +30,23 @@ def test_an_unknown_framework_is_one_clear_error():
     assert "--framework" in str(exc.value.field) and "torchtitan" in str(exc.value)
 
 
+def test_a_stack_or_kernel_goes_by_its_other_names_too():
+    from gpucluster.cli.plan_cmd import ATTENTION_HELP
+    from gpucluster.model.training import attention, frameworks
+
+    assert parse_layout("framework=FSDP2,attention=fa2") == {"framework": "fsdp", "attention": "flash2"}
+    assert parse_layout("framework=Megatron-LM")["framework"] == "megatron"
+    plan = _plan(framework="lit-gpt", attention="sdpa", layout="zero=3,tp=1,pp=1")
+    assert plan.best.layout.framework == "fsdp" and plan.best.layout.attention_kernel == "flash2"
+    with pytest.raises(UserError) as exc:
+        _plan(layout="framework=paxml")
+    assert "megatron" in str(exc.value)
+    # Every alias names a registered entry, and the CLI's help names every kernel of the registry.
+    assert all(v in frameworks.FRAMEWORKS for v in frameworks.ALIASES.values())
+    assert all(v in attention.KERNELS for v in attention.ALIASES.values())
+    assert all(k in ATTENTION_HELP for k in attention.KERNELS)
+
+
 def test_shard_group_is_hsdp():
     plan = _plan(framework="fsdp", layout="zero=3,tp=1,pp=1,cp=1", shard_group=8)
     assert plan.best.layout.shard_group == 8

@@ -90,6 +90,17 @@ def test_an_unknown_framework_names_the_valid_ones():
         predict(framework="paxml")
 
 
+def test_a_stack_or_kernel_stated_by_another_of_its_names_is_predicted_the_same():
+    fsdp = {"framework": "fsdp", "pp": 1, "dp": 32, "zero": 3}
+    assert predict(**fsdp | {"framework": "FSDP2"}) == predict(**fsdp)
+    assert predict(framework="megatron-core") == predict(framework="megatron")
+    assert predict(attention="fa3") == predict(attention="flash3")
+    assert predict(attention="te") == predict(attention="cudnn")
+    assert predict(attention="fa4")["tokens_per_s_per_gpu"] > 0   # any registry kernel, not only five
+    with pytest.raises(Unsupported, match="flash2"):
+        predict(attention="xformers")
+
+
 def test_a_framework_rule_refusal_names_it():
     with pytest.raises(Unsupported, match="framework nanotron"):
         predict(framework="nanotron", zero=3, pp=1, dp=32)

@@ -9,6 +9,12 @@ import typer
 
 from gpucluster.model.training.frameworks import DEFAULT_FRAMEWORK, FRAMEWORKS
 
+# Written out rather than read from model/training/attention.py (importing it loads the catalog,
+# ~0.1 s at every start); tests/cli check that it names every kernel of the registry.
+ATTENTION_HELP = ("Attention kernel: flash (the framework's fused kernel; default), unfused (scores in HBM), or a "
+                  "kernel: flash2, flash3, cudnn, fa4, cutlass_fmha_sm100, triton, flashmla (aliases fa2, fa3, "
+                  "sdpa, te)")
+
 
 def train(
     model: Annotated[str, typer.Option(help="A preset (see `gpucluster models`) or a model YAML file")],
@@ -28,8 +34,7 @@ def train(
     top: Annotated[int, typer.Option(help="How many layouts to show")] = 5,
     tp_across_domains: Annotated[bool, typer.Option(help="Allow tensor parallelism across NVLink domains")] = False,
     attention: Annotated[Optional[str], typer.Option(
-        help="Attention kernel: flash (the framework's fused kernel; default), flash2, flash3, cudnn, "
-             "or unfused (scores in HBM)")] = None,
+        help=ATTENTION_HELP)] = None,
     framework: Annotated[Optional[str], typer.Option(
         help=f"Training stack: {', '.join(f'{n} (default)' if n == DEFAULT_FRAMEWORK else n for n in FRAMEWORKS)} "
              "(docs/training.md: what each fuses, overlaps and shards)")] = None,

@@ -12,6 +12,7 @@ from typing import Any
 
 from gpucluster.api_args import PLAN_TRAIN, TRAIN_FLAGS, checked
 from gpucluster.errors import UserError
+from gpucluster.model.training import attention, frameworks
 from gpucluster.model.training.frameworks import FRAMEWORKS
 from gpucluster.model.transformer_params import parse_pipeline_layout
 from gpucluster.plan.fabric_from import from_options
@@ -24,10 +25,20 @@ PRECISIONS = ("bf16", "fp16", "fp8")
 STACK_FLAGS = {"attention": "--attention", "overlap_dp_comm": "--dp-overlap", "overlap_tp_comm": "--tp-overlap",
                "moe_overlap": "--moe-overlap", "framework": "--framework", "shard_group": "--shard-group"}
 # attention: "flash" is the framework's default fused kernel, the others name one (attention.py).
-ATTENTION = ("flash", "unfused", "flash2", "flash3", "cudnn")
+ATTENTION = ("flash", "unfused", *(k for k in attention.KERNELS if k != "unfused"))
 CHOICES = {"recompute": ("none", "selective", "full"), "attention": ATTENTION,
            "moe_overlap": ("none", "dualpipe"), "moe_dispatcher": ("alltoall", "deepep"),
            "framework": tuple(FRAMEWORKS)}
+# Names a user may give for the same choice (attention.ALIASES, frameworks.ALIASES): mapped before the check.
+CANONICAL = {"attention": attention.canonical, "framework": frameworks.canonical}
+
+
+def _canonical(key: str, value: Any) -> Any:
+    """A choice's registry name where `value` is one of its aliases (else `value`, checked after)."""
+    try:
+        return CANONICAL[key](value) if key in CANONICAL and isinstance(value, str) else value
+    except ValueError:
+        return value
 
 LAYOUT_KEYS = {"tp": int, "pp": int, "dp": int, "cp": int, "ep": int, "etp": int, "interleave": int, "v": int,
                "micro_batch": int, "mb": int, "sequence_parallel": bool, "sp": bool, "recompute": str, "zero": int,
@@ -79,6 +90,8 @@ def parse_layout(text: str) -> dict[str, Any]:
     if "pipeline_layout" in fixed:
         fixed["stage_layers"] = fixed.pop("pipeline_layout")
     for key, allowed in CHOICES.items():
+        if key in fixed:
+            fixed[key] = _canonical(key, fixed[key])
         if key in fixed and fixed[key] not in allowed:
             raise UserError(f"{key} must be {', '.join(allowed)}, got {fixed[key]!r}", field="--layout")
     if "zero" in fixed and fixed["zero"] not in (0, 1, 2, 3):
@@ -123,6 +136,7 @@ def merge_stack(fixed: dict[str, Any], stack: dict[str, Any]) -> dict[str, Any]:
         if value is None:
             continue
         flag = STACK_FLAGS.get(key, key)
+        value = _canonical(key, value)
         if key in CHOICES and value not in CHOICES[key]:
             raise UserError(f"must be {' or '.join(CHOICES[key])}, got {value!r}", field=flag)
         if key in out and out[key] != value:

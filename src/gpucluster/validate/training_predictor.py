@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt, field_validator
 
-from gpucluster.model.training import frameworks, moe
+from gpucluster.model.training import attention, frameworks, moe
 from gpucluster.model.training.layout import Layout, problems
 from gpucluster.model.transformer_params import parse_pipeline_layout
 from gpucluster.model.training.step import estimate
@@ -30,8 +30,7 @@ from gpucluster.validate.predictors import Unsupported, fabric_for, predictors, 
 STACK_DEFAULTS: dict[str, Any] = {"attention": "flash", "overlap_dp_comm": "framework", "overlap_tp_comm": False,
                                   "moe_fp8_dispatch": False, "moe_imbalance": None, "zero3_prefetch_params": 5e8}
 # `attention`: "flash" is the framework's default fused kernel (frameworks.Framework.attention),
-# "unfused" the s x s scores in HBM, the others a named kernel (model/training/attention.py).
-ATTENTION = ("flash", "unfused", "flash2", "flash3", "cudnn")
+# "unfused" the s x s scores in HBM, the others a named kernel or its alias (model/training/attention.py).
 
 
 class Training(BaseModel):
@@ -49,7 +48,7 @@ class Training(BaseModel):
     recompute: Literal["none", "selective", "full"] | None = None
     zero: Literal[0, 1, 2, 3] | None = None
     precision: Literal["fp16", "bf16", "fp8"] = "bf16"
-    attention: Literal[ATTENTION] = STACK_DEFAULTS["attention"]  # type: ignore[valid-type]
+    attention: str = STACK_DEFAULTS["attention"]    # attention.canonical: flash, unfused or a kernel
     framework: str | None = None        # frameworks.FRAMEWORKS; default: default_framework()
     shard_group: PositiveInt | None = None  # HSDP: GPUs one ZeRO-3 shard group spans; default all of dp x cp
     # Explicit pipeline layout: Megatron-Core's --pipeline-model-parallel-layout string, or the
@@ -71,9 +70,12 @@ class Training(BaseModel):
     @field_validator("framework")
     @classmethod
     def _known_framework(cls, v: str | None) -> str | None:
-        if v is not None:
-            frameworks.get(v)  # ValueError naming the valid ones
-        return v
+        return None if v is None else frameworks.canonical(v)  # ValueError naming the valid ones
+
+    @field_validator("attention")
+    @classmethod
+    def _known_attention(cls, v: str) -> str:
+        return attention.canonical(v)
 
     @field_validator("pipeline_layout")
     @classmethod

@@ -71,6 +71,18 @@ def known() -> list[str]:
     return [*KERNELS, *ALIASES, "default", "flash"]
 
 
+def canonical(name: str) -> str:
+    """A stated attention setting as one name: `flash` (the stack's fused kernel), `unfused`, or a
+    registry kernel (aliases resolved: fa2 -> flash2, te -> cudnn, ...). ValueError lists the known ones."""
+    key = name.strip().lower()
+    if key in ("flash", "default"):
+        return "flash"
+    key = ALIASES.get(key, key)
+    if key not in KERNELS:
+        raise ValueError(f"unknown attention kernel {name!r} (known: {', '.join(known())})")
+    return key
+
+
 def kernel_problem(kernel: str) -> str | None:
     """Why a layout's `attention_kernel` is not a kernel name (None: it is), for layout checks."""
     name = kernel.strip().lower()

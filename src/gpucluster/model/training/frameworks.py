@@ -133,14 +133,28 @@ FRAMEWORKS: dict[str, Framework] = {f.name: f for f in (
 )}
 
 DEFAULT_FRAMEWORK = "megatron"
+# Other names the same stacks go by (a case or plan may use either): each maps to the entry whose
+# kernels, overlap and sharding it runs. lit-gpt, metaseq/fairscale, HF accelerate and MosaicML's
+# llm-foundry shard with FSDP; Megatron-DeepSpeed is the deepspeed entry; HAI-LLM is DeepSeek's.
+ALIASES = {"megatron-lm": "megatron", "megatron-core": "megatron", "mcore": "megatron", "nemo2": "nemo",
+           "megatron-deepspeed": "deepspeed", "fsdp1": "fsdp", "fsdp2": "fsdp", "pytorch-fsdp": "fsdp",
+           "fairscale": "fsdp", "metaseq": "fsdp", "lit-gpt": "fsdp", "litgpt": "fsdp", "accelerate": "fsdp",
+           "llm-foundry": "fsdp", "hai-llm": "deepseek"}
+
+
+def canonical(name: str) -> str:
+    """The registry name of a framework or one of its ALIASES (ValueError naming the valid ones)."""
+    key = name.strip().lower()
+    key = ALIASES.get(key, key)
+    if key not in FRAMEWORKS:
+        raise ValueError(f"unknown framework {name!r}; valid: {', '.join(FRAMEWORKS)} "
+                         f"(or {', '.join(ALIASES)})")
+    return key
 
 
 def get(name: str) -> Framework:
-    """The framework called `name` (an unknown name is an error naming the valid ones)."""
-    try:
-        return FRAMEWORKS[name]
-    except KeyError:
-        raise ValueError(f"unknown framework {name!r}; valid: {', '.join(FRAMEWORKS)}") from None
+    """The framework called `name` or one of its aliases (an unknown name is an error naming the valid ones)."""
+    return FRAMEWORKS[canonical(name)]
 
 
 def fused(fw: Framework, torch_compile: bool | None = None) -> bool:
