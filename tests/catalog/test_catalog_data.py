@@ -99,9 +99,14 @@ def test_fp8_is_twice_bf16(cat):
 
 
 def test_fp4_is_twice_fp8_on_blackwell(cat):
+    # Blackwell Ultra (B300, GB300) runs dense FP4 at ~3x FP8 (14-15 PF against 4.5-5): more than twice.
     for g in _gpus(cat):
         if g.architecture == "Blackwell":
-            assert g.peak_tflops["fp4"].value == pytest.approx(2 * g.peak_tflops["fp8"].value), g.name
+            fp4, fp8 = g.peak_tflops["fp4"].value, g.peak_tflops["fp8"].value
+            if "Ultra" in g.form_factor:
+                assert 2 * fp8 < fp4 < 3.5 * fp8, g.name
+            else:
+                assert fp4 == pytest.approx(2 * fp8), g.name
 
 
 def test_tf32_is_half_bf16_on_nvidia(cat):
@@ -118,12 +123,14 @@ def test_precisions_present_and_ordered(cat):
             assert need in p, (name, need)
     for g in _gpus(cat):
         p = {k: v.value for k, v in g.peak_tflops.items()}
-        assert "fp32" in p and "fp64" in p, g.name       # every catalog GPU does FP32 and FP64
+        # Every catalog GPU does FP32 and FP64; Blackwell Ultra's source (the datasheet as aiconfigurator
+        # transcribes it) prints neither, and no figure is made up for them.
+        assert ("fp32" in p and "fp64" in p) or g.name in ("B300", "GB300"), g.name
         if "bf16" in p:
             assert p["fp16"] == p["bf16"], g.name
         # Faster formats in order, over the ones the part has.
         order = [p[k] for k in ("fp64", "fp32", "tf32", "fp16") if k in p]
-        assert order == sorted(order) and order[0] < order[-1], g.name
+        assert order == sorted(order) and (len(order) == 1 or order[0] < order[-1]), g.name
         assert all(v > 0 for v in p.values()), g.name
 
 

@@ -49,12 +49,12 @@ def test_a_chip_with_no_published_run_borrows_its_nearest_validated_sibling(gpu,
 
 def test_siblings_come_from_catalog_fields_and_nothing_crosses_an_architecture():
     # No Blackwell, CDNA3, Volta... chip has a published run: none borrows from another generation.
-    for gpu in ("B200", "GB200", "MI300X", "MI325X", "V100-SXM2-32GB", "L40S"):
+    for gpu in ("B200", "GB200", "B300", "GB300", "MI300X", "MI325X", "V100-SXM2-32GB", "L40S"):
         assert mfu_reference(gpu, "fp16") is None   # (Volta has no bf16)
         c = confidence(gpu, Layout(precision="fp16"), 0.99)
         assert c.above_best_published is None and any("to compare the MFU with" in a for a in c.assumptions)
     b200 = catalog.gpus.get("B200")
-    assert {g.name for g in siblings(b200)} == {"GB200"}
+    assert {g.name for g in siblings(b200)} == {"GB200", "B300", "GB300"}   # Blackwell and Blackwell Ultra
 
 
 def test_the_nearest_sibling_is_picked_by_peak_then_bandwidth(monkeypatch):
