@@ -70,6 +70,8 @@ def main(root: Path) -> None:
 
     for system, chip in SYSTEMS.items():
         gpu = catalog.gpus.get(chip)
+        if gpu.sm_count is None:
+            raise SystemExit(f"{chip} has no SM count in the catalog: the wave term needs it")
         path, d = _table(root, system)
         for least in (1024, 4096):
             sub = d[(d.m >= least) & (d.n >= least)]

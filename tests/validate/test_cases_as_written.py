@@ -91,7 +91,7 @@ def test_an_unknown_framework_names_the_valid_ones():
 
 
 def test_a_stack_or_kernel_stated_by_another_of_its_names_is_predicted_the_same():
-    fsdp = {"framework": "fsdp", "pp": 1, "dp": 32, "zero": 3}
+    fsdp: dict[str, Any] = {"framework": "fsdp", "pp": 1, "dp": 32, "zero": 3}
     assert predict(**fsdp | {"framework": "FSDP2"}) == predict(**fsdp)
     assert predict(framework="megatron-core") == predict(framework="megatron")
     assert predict(attention="fa3") == predict(attention="flash3")
