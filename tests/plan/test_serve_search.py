@@ -82,3 +82,15 @@ def test_cpu_nodes_compete_for_a_small_classifier(h100):
     assert cpu[0].own_usd_per_hour > 0
     assert math.isfinite(cpu[0].point.ttft_p99) and cpu[0].point.ttft_p99 <= 0.02
     assert res.options[-1].hardware.endswith("EPYC-9654")      # no rental price: ranked last
+
+
+def test_a_chip_without_a_price_ranks_by_the_gpus_it_takes():
+    # B300 has no price in the catalog: the smallest deployment that carries the rate comes first,
+    # not the largest replica (whose only merit is the lowest TTFT).
+    assert catalog.gpus.get("B300").prices.rental_usd_per_gpu_hour is None
+    b300 = from_flags("B300:8", 1, "NDR400", None).fabric
+    res = search(load_model_spec("llama3-70b"), [b300], 20, Traffic(20, Lengths(512), Lengths(256)),
+                 quant=Quant("fp8", "fp8"))
+    assert res.best is not None and all(o.usd_per_hour is None for o in res.options)
+    gpus = [o.gpus for o in res.options]
+    assert gpus == sorted(gpus) and res.best.gpus == min(gpus) <= 4

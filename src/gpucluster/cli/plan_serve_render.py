@@ -118,10 +118,11 @@ def render(result, meta: dict[str, Any], sim, top: int, spec: Any = None) -> Non
                   f"{hardware_line(result.best.hardware, meta)}")
     b = result.best
     p = b.point
+    nodes = math.ceil(b.gpus / meta["gpus_per_node"])
     console.print()
     console.print(f"[bold]Recommended deployment[/bold]: {b.replicas:,} replica{'s' if b.replicas > 1 else ''} "
                   f"of {safe(b.hardware)} {_shape(b)} = {b.gpus:,} {'sockets' if _shape(b) == 'CPU node' else 'GPUs'}"
-                  + (f" ({math.ceil(b.gpus / meta['gpus_per_node']):,} nodes of {meta['gpus_per_node']})"
+                  + (f" ({nodes:,} node{'s' if nodes > 1 else ''} of {meta['gpus_per_node']})"
                      if _shape(b) != "CPU node" else ""))
     console.print(f"  one replica: up to {num(b.per_replica_rate, 2)} requests/s within the SLOs "
                   f"(max batch {b.max_batch}; the KV cache holds {b.memory_batch} sequences"
@@ -169,7 +170,8 @@ def render(result, meta: dict[str, Any], sim, top: int, spec: Any = None) -> Non
                       f"TTFT p50/p99 {_ms(sim.ttft_p50)}/{_ms(sim.ttft_p99)} ms, "
                       f"TPOT p50/p99 {_ms(sim.tpot_p50)}/{_ms(sim.tpot_p99)} ms, mean batch {num(sim.mean_batch, 0)}")
 
-    t = Table(title=f"Top {min(top, len(result.options))} of {len(result.options)} deployments (cheapest first)",
+    t = Table(title=f"Top {min(top, len(result.options))} of {len(result.options)} deployments "
+                    "(cheapest first; without a price, fewest GPUs first)",
               title_justify="left")
     for col in ("hardware", "shape", "replicas", "GPUs", "max batch", "req/s per replica", "out tok/s per replica",
                 "TTFT p50/p99 ms", "TPOT p50/p99 ms", "$/Mtok", f"{100 * cap.level:.0f}% $/Mtok", "$/Mtok in+out",

@@ -225,7 +225,9 @@ def search(spec: TransformerSpec, fabrics: Iterable[TrainingFabric], rate: float
             options.append(res)
         else:
             rejected.append(res)
-    options.sort(key=lambda o: (o.usd_per_hour if o.usd_per_hour is not None else math.inf,
+    # Cheapest first; a hardware type with no price in the catalog ranks by what it costs in kind,
+    # the GPUs (or sockets) it takes, so that a missing price never recommends the largest replica.
+    options.sort(key=lambda o: (o.usd_per_hour if o.usd_per_hour is not None else math.inf, o.gpus,
                                 o.point.ttft_p99))
     return ServeSearch(options, rejected)
 

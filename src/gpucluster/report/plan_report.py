@@ -238,7 +238,7 @@ def serve_report(result: Any, meta: dict[str, Any], sim: Any, *, spec: Any, fabr
                      "-" if oi is None else f"{oi.lo:.3f}-{oi.hi:.3f}" + (" (within #1's)" if tie else ""),
                      "-" if (mio := o.usd_per_mtok_in_out(rate, meta["input"], out)) is None else round(mio, 3),
                      o.binding])
-    table = Table("Deployments within the SLOs (cheapest first)",
+    table = Table("Deployments within the SLOs (cheapest first; without a price, fewest GPUs first)",
                   ["hardware", "shape", "replicas", "GPUs", "max batch", "req/s per replica", "TTFT p99 (ms)",
                    "TPOT p99 (ms)", "$ per M tokens (output)", f"{pct} $ per M tokens (output)",
                    "$ per M input + output tokens", "binds"], rows,
