@@ -21,7 +21,10 @@ def test_the_framework_is_a_plan_input_and_shown():
 
 def test_a_framework_without_pipeline_parallelism_is_searched_without_it():
     plan = _plan(framework="fsdp")
-    assert all(e.layout.pp == 1 for e in plan.search.ranked)
+    assert all(e.layout.pp == 1 and e.layout.cp == 1 for e in plan.search.ranked)   # nor context parallelism
+    with pytest.raises(UserError, match="no context parallelism"):
+        _plan(framework="fsdp", layout="cp=2")
+    assert any(e.layout.cp > 1 for e in _plan(framework="torchtitan", layout="cp=2").search.ranked)
 
 
 def test_an_unknown_framework_is_one_clear_error():

@@ -101,6 +101,16 @@ def test_a_stack_or_kernel_stated_by_another_of_its_names_is_predicted_the_same(
         predict(attention="xformers")
 
 
+def test_zero3_with_context_parallelism_defaults_to_the_trainer_that_has_it():
+    case = copy.deepcopy(CASE)
+    case["training"].update(zero=3, pp=1, cp=2, dp=16, tp=2)
+    c = Case.model_validate(case)
+    assert any(d.startswith("framework: torchtitan") for d in defaults_taken(c))
+    assert predict_training(c)["tokens_per_s_per_gpu"] > 0
+    with pytest.raises(Unsupported, match="framework fsdp has no context parallelism"):
+        predict(framework="fsdp", zero=3, pp=1, cp=2, dp=16)
+
+
 def test_a_framework_rule_refusal_names_it():
     with pytest.raises(Unsupported, match="framework nanotron"):
         predict(framework="nanotron", zero=3, pp=1, dp=32)

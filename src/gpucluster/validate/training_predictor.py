@@ -91,7 +91,8 @@ LAYOUT_FIELDS = {"tp", "pp", "dp", "cp", "ep", "interleave", "micro_batch", "seq
 def default_framework(tr: Training) -> str:
     """The framework of a case that names none (documented in docs/training.md), from stated
     fields only. A run that shards with zero: 3 and no pipeline (pp 1 or not stated) is a
-    PyTorch FSDP-style trainer (`fsdp`: FSDP, FSDP2, fairscale, lit-gpt), unless it states
+    PyTorch FSDP-style trainer (`fsdp`: FSDP, FSDP2, fairscale, lit-gpt; `torchtitan` where it
+    states context parallelism, which those trainers lack), unless it states
     unfused attention without tensor parallelism: before FlashAttention (2022 and earlier)
     ZeRO-3 without model parallelism was DeepSpeed's (`deepspeed`), while ZeRO-3 beside
     Megatron tensor parallelism was fairscale's FSDP (metaseq). A run that overlaps the expert
@@ -103,6 +104,8 @@ def default_framework(tr: Training) -> str:
     if tr.moe_overlap == "dualpipe" and (tr.pp or 1) > 1 and (tr.interleave or 1) == 1:
         return "deepseek"
     if tr.zero == 3 and (tr.pp or 1) == 1:
+        if (tr.cp or 1) > 1:
+            return "torchtitan"   # FSDP2 with context parallelism: the PyTorch-native trainer that has it
         return "deepspeed" if tr.attention == "unfused" and (tr.tp or 1) == 1 else "fsdp"
     return frameworks.DEFAULT_FRAMEWORK
 
@@ -163,6 +166,7 @@ def defaults_taken(case: Case) -> list[str]:
     fw = default_framework(tr)
     if tr.framework is None:
         why = {"fsdp": "zero: 3 without pipeline parallelism",
+               "torchtitan": "zero: 3 with context parallelism and no pipeline: FSDP2 with CP",
                "deepseek": "moe_overlap: dualpipe on a pipeline without virtual stages, DeepSeek's DualPipe",
                "deepspeed": "zero: 3, unfused attention, no model parallelism"}.get(fw, "the default stack")
         out.append(f"framework: {fw} ({why}; docs/training.md)")

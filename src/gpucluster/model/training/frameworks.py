@@ -46,6 +46,7 @@ class Framework:
     source: str
     megatron_core: bool = False  # built on Megatron-Core: its schedules and its rules (expert all-to-all overlap)
     dualpipe: bool = False       # runs DeepSeek's DualPipe schedule (moe_overlap dualpipe without virtual stages)
+    supports_cp: bool = True     # context parallelism (Megatron-Core's ring, torchtitan's, DeepSpeed-Ulysses)
 
     def summary(self) -> str:
         fused = "fused element-wise kernels" if self.fused_elementwise or self.torch_compile else "eager element-wise ops"
@@ -100,7 +101,8 @@ FRAMEWORKS: dict[str, Framework] = {f.name: f for f in (
                "BackwardPrefetch.BACKWARD_PRE default, limit_all_gathers (one unit ahead), reduce-scatter per "
                "unit; HYBRID_SHARD shards inside a group and all-reduces across groups; DDP bucket_cap_mb=25; "
                "SDPA's flash backend is FlashAttention-2; model code in eager PyTorch (RMSNorm as pow/mean/"
-               "rsqrt/mul ops); DDP accumulates each micro batch's gradient into .grad in its own kernel"),
+               "rsqrt/mul ops); DDP accumulates each micro batch's gradient into .grad in its own kernel; no "
+               "context parallelism in these trainers (torchtitan has it)", supports_cp=False),
     Framework(
         "torchtitan", "torchtitan (FSDP2, DTensor TP, torch.compile optional)", fused_elementwise=False,
         host_scale=1.0, torch_compile=False, attention="flash2", overlap_dp_comm=True, dp_bucket_params=25e6 / 2,
@@ -118,7 +120,7 @@ FRAMEWORKS: dict[str, Framework] = {f.name: f for f in (
         checkpoint="per-rank safetensors shards; ZeRO-1 optimizer (optim/zero.py)",
         source="nanotron: DistributedDataParallel with ddp_bucket_cap_mb 25 and fp32 gradient accumulation "
                "(gradients reduced in fp32), ZeRO-1 only (optim/zero.py), flash-attn and its fused "
-               "RMSNorm/rotary kernels, 1F1B pipeline"),
+               "RMSNorm/rotary kernels, 1F1B pipeline; no context parallelism", supports_cp=False),
     Framework(
         "deepseek", "DeepSeek's in-house stack (HAI-LLM) as the DeepSeek-V3 report describes it",
         fused_elementwise=True, host_scale=1.0, torch_compile=False, attention="default", overlap_dp_comm=True,
@@ -174,7 +176,7 @@ def dp_bucket_params(fw: Framework, dp: int, overlap: bool = True) -> float:
     return max(40e6, 1e6 * dp)  # Megatron-Core: larger DP groups get larger buckets (latency)
 
 
-def problems(fw: Framework, zero: int, tp: int, pp: int) -> list[str]:
+def problems(fw: Framework, zero: int, tp: int, pp: int, cp: int = 1) -> list[str]:
     """Layouts the framework cannot run, each naming its rule."""
     out = []
     if zero > fw.max_zero:
@@ -183,4 +185,6 @@ def problems(fw: Framework, zero: int, tp: int, pp: int) -> list[str]:
         out.append(f"framework {fw.name} has no pipeline parallelism (pp={pp}); torchtitan or megatron do")
     if tp > 1 and not fw.supports_tp:
         out.append(f"framework {fw.name} has no tensor parallelism (tp={tp})")
+    if cp > 1 and not fw.supports_cp:
+        out.append(f"framework {fw.name} has no context parallelism (cp={cp}); torchtitan or megatron do")
     return out

@@ -180,7 +180,7 @@ def shape_problems(spec: TransformerSpec, lay: Layout, gpus: int | None = None,
     except ValueError as exc:
         out.append(str(exc))
     else:
-        out += frameworks.problems(fw, 0, lay.tp, lay.pp)
+        out += frameworks.problems(fw, 0, lay.tp, lay.pp, lay.cp)
     if lay.precision not in PRECISIONS:
         out.append(f"precision must be one of {', '.join(PRECISIONS)}, got {lay.precision!r}")
     return out
