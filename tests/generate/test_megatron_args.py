@@ -108,6 +108,16 @@ def test_stack_options(plan_doc, tmp_path):
     assert "--optimizer-cpu-offload" in args and "--optimizer-offload-fraction=1.0" in args
 
 
+def test_a_plan_of_another_stack_says_its_step_time_is_not_this_jobs(plan_doc, tmp_path):
+    from gpucluster.generate.megatron import megatron_args
+
+    doc = plan_doc("zero3")
+    assert not any("best.layout.framework" in w for w in megatron_args(_plan(tmp_path, doc)).warnings)
+    for fw in ("fsdp", "torchtitan"):
+        res = megatron_args(_plan(tmp_path, with_layout(doc, framework=fw)))
+        assert any("best.layout.framework" in w and f"{fw}'s" in w for w in res.warnings), fw
+
+
 def test_dualpipe_plans_rank_only_what_megatron_runs(tmp_path):
     """`plan train --moe-overlap dualpipe` ranked DeepSeek-V3 layouts with pp=32 and no virtual
     stages, which Megatron-Core's expert all-to-all overlap refuses (issue 22): now every ranked

@@ -44,6 +44,10 @@ GPU_NODE_LABELS: dict[str, tuple[str, str]] = {
     "H100-SXM5-96GB": (NVIDIA_PRODUCT_LABEL, "NVIDIA-H100-96GB-HBM3"),
     "B200": (NVIDIA_PRODUCT_LABEL, "NVIDIA-B200"),
     "GB200": (NVIDIA_PRODUCT_LABEL, "NVIDIA-GB200"),
+    # The device names aiconfigurator-core's B300/GB300 tables recorded ("NVIDIA B300 SXM6 AC",
+    # "NVIDIA GB300"), spaces as the labeller writes them.
+    "B300": (NVIDIA_PRODUCT_LABEL, "NVIDIA-B300-SXM6-AC"),
+    "GB300": (NVIDIA_PRODUCT_LABEL, "NVIDIA-GB300"),
     "L40S": (NVIDIA_PRODUCT_LABEL, "NVIDIA-L40S"),
     # Older parts: NVML names them "Tesla ..." (nvidia-smi's "Tesla V100-SXM2-16GB", "Tesla T4").
     "V100-SXM2-16GB": (NVIDIA_PRODUCT_LABEL, "Tesla-V100-SXM2-16GB"),

@@ -104,6 +104,11 @@ def layout_string(counts: list[int]) -> str:
     return "".join(out) + stages[-1]
 
 
+# Plans whose step time is Megatron-Core's (NeMo runs it through its recipes): the job these
+# arguments start is the one predicted.
+MEGATRON_CORE_PLANS = ("megatron", "nemo")
+
+
 def megatron_args(plan: JobPlan) -> MegatronArgs:
     lay = plan.layout
     res = MegatronArgs()
@@ -142,6 +147,12 @@ def megatron_args(plan: JobPlan) -> MegatronArgs:
                                             "sequence parallelism (sequence_parallel is false)")
         out.append("--tp-comm-overlap")
     _moe(plan, res, refuse)
+    fw = lay.get("framework", "megatron")
+    if fw not in MEGATRON_CORE_PLANS:
+        # The layout carries over; the stack does not: Megatron-LM runs its fused kernels and overlap.
+        res.warnings.append(f"{plan.source}: best.layout.framework: the plan is {fw}'s (its kernels, overlap and "
+                            "sharding set the predicted step time); these are Megatron-LM's arguments for the same "
+                            "layout, which runs Megatron-Core's: plan with --framework megatron for this job's figure")
     _environment(plan, res)
     return res
 
