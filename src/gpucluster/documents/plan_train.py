@@ -46,6 +46,7 @@ class Layout(Open):
     framework: str = "megatron"
     shard_group: int = 0
     torch_compile: bool | None = None
+    fused_kernels: bool | None = None
     stage_layers: list[int] = Field(default_factory=list)
 
 

@@ -92,6 +92,7 @@ class PlanLayout(BaseModel):
     attention_kernel: Annotated[str, Field(pattern=r"^[a-z0-9_]{1,32}$")] = "default"   # attention.py names
     shard_group: Annotated[StrictInt, Field(ge=0, le=MAX_BIG)] = 0          # HSDP shard group; 0: all of dp x cp
     torch_compile: StrictBool | None = None
+    fused_kernels: StrictBool | None = None
     stage_layers: list[Annotated[StrictInt, Field(ge=0, le=100_000)]] = Field(default_factory=list, max_length=4096)
 
     @model_validator(mode="after")

@@ -46,7 +46,7 @@ LAYOUT_KEYS = {"tp": int, "pp": int, "dp": int, "cp": int, "ep": int, "etp": int
                "overlap_tp_comm": bool, "moe_overlap": str, "moe_dispatcher": str, "moe_fp8_dispatch": bool,
                "moe_imbalance": float, "zero3_prefetch_params": float, "pp_embedding_layer": bool,
                "pp_loss_layer": bool, "framework": str, "shard_group": int, "pipeline_layout": str,
-               "torch_compile": bool}
+               "torch_compile": bool, "fused_kernels": bool}
 FLOAT_RANGE = {"moe_imbalance": (1.0, 64.0), "zero3_prefetch_params": (1.0, 1e15)}
 ALIASES = {"v": "interleave", "mb": "micro_batch", "sp": "sequence_parallel", "offload": "offload_optimizer"}
 

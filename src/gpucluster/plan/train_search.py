@@ -28,7 +28,7 @@ from gpucluster.specs.workload import TransformerSpec
 # Layout); the search never chooses them.
 STACK = ("overlap_dp_comm", "overlap_tp_comm", "moe_overlap", "moe_dispatcher", "moe_fp8_dispatch", "moe_imbalance",
          "zero3_prefetch_params", "pp_embedding_layer", "pp_loss_layer", "framework", "attention_kernel",
-         "shard_group", "stage_layers", "torch_compile")
+         "shard_group", "stage_layers", "torch_compile", "fused_kernels")
 SEARCHED = ("tp", "pp", "dp", "cp", "ep", "interleave", "micro_batch", "sequence_parallel", "recompute", "zero",
             "offload_optimizer")
 MICRO_BATCHES = (1, 2, 4, 8)

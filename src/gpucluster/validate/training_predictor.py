@@ -61,6 +61,7 @@ class Training(BaseModel):
     moe_overlap: Literal["none", "dualpipe"] | None = None          # default: the framework's
     moe_dispatcher: Literal["alltoall", "deepep"] | None = None     # default: the framework's
     torch_compile: bool | None = None                               # default: the framework's
+    fused_kernels: bool | None = None                               # default: the framework's
     moe_fp8_dispatch: bool = STACK_DEFAULTS["moe_fp8_dispatch"]
     moe_imbalance: float | None = Field(STACK_DEFAULTS["moe_imbalance"], ge=1.0, le=64.0)  # None: moe.py default
     zero3_prefetch_params: float = Field(STACK_DEFAULTS["zero3_prefetch_params"], ge=1.0, le=1e15)

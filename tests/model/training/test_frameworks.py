@@ -51,6 +51,20 @@ def test_eager_element_wise_ops_cost_more_than_fused_kernels():
     assert fwd("megatron") == fwd("nemo")                   # the same Megatron-Core kernels
 
 
+def test_fused_kernels_are_an_input_of_the_stack():
+    # An FSDP trainer that runs fused kernels (lit-gpt with flash-attn's RMSNorm and rotary, Liger)
+    # states it: its element-wise chains cost what Megatron-Core's do, and keep no eager activations.
+    def layer(**kw) -> float:
+        k = layer_kernels(LLAMA7B, "A100-SXM4-80GB", "bf16", 2, 1, 1, False, 1, 4096, None, True, **kw)
+        return k.forward_s + k.backward_s
+    assert layer(framework="fsdp", fused_kernels=True) == layer(framework="megatron")
+    assert layer(framework="megatron", fused_kernels=False) == layer(framework="fsdp")
+    eager, fused = _fsdp(64), _fsdp(64, fused_kernels=True)
+    assert estimate(LLAMA7B, fused, A100_IB).step_s < estimate(LLAMA7B, eager, A100_IB).step_s
+    assert memory(LLAMA7B, fused, 80 * 2**30, 4096).activations < memory(LLAMA7B, eager, 80 * 2**30, 4096).activations
+    assert "fused-kernels=on" in fused.short()
+
+
 def _fsdp(dp: int, **kw) -> Layout:
     return Layout(dp=dp, micro_batch=2, global_batch=2 * dp, zero=3, framework="fsdp", **kw)
 

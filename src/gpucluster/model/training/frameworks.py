@@ -159,10 +159,12 @@ def get(name: str) -> Framework:
     return FRAMEWORKS[canonical(name)]
 
 
-def fused(fw: Framework, torch_compile: bool | None = None) -> bool:
-    """Whether the element-wise chains run as fused kernels: the framework's own fused kernels,
-    or torch.compile (on by the framework's default, or as the run states it)."""
-    return fw.fused_elementwise or (fw.torch_compile if torch_compile is None else torch_compile)
+def fused(fw: Framework, torch_compile: bool | None = None, fused_kernels: bool | None = None) -> bool:
+    """Whether the element-wise chains run as fused kernels: the stack's own fused kernels (the
+    framework's default, or as the run states it: lit-gpt with flash-attn's fused RMSNorm and rotary,
+    Liger kernels, apex), or torch.compile (likewise)."""
+    own = fw.fused_elementwise if fused_kernels is None else fused_kernels
+    return own or (fw.torch_compile if torch_compile is None else torch_compile)
 
 
 def dp_bucket_params(fw: Framework, dp: int, overlap: bool = True) -> float:

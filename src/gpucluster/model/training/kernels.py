@@ -123,12 +123,13 @@ class LayerKernels:
 def layer_kernels(spec: TransformerSpec, gpu_name: str, precision: str, micro_batch: int, tp: int, cp: int,
                   sp: bool, ep: int, seq_len: int, dense: bool | None, flash: bool,
                   imbalance: float = 1.0, etp: int | None = None, *, kernel: str = "default",
-                  framework: str = "megatron", torch_compile: bool | None = None) -> LayerKernels:
+                  framework: str = "megatron", torch_compile: bool | None = None,
+                  fused_kernels: bool | None = None) -> LayerKernels:
     """`kernel`: the fused attention kernel (Layout.attention_kernel); `framework`: the stack
     (Layout.framework), whose fusion and host cost per op differ; `torch_compile`: stated, or
     None for the framework's default."""
     fw = frameworks.get(framework)
-    fused = frameworks.fused(fw, torch_compile)
+    fused = frameworks.fused(fw, torch_compile, fused_kernels)
     norm_f, norm_k = (1.0, 1) if fused else EAGER_NORM
     act_f, act_k = (1.0, 1) if fused else EAGER_ACTIVATION
     res_bytes, res_k = residual_bytes_kernels(spec, fused)

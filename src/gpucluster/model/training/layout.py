@@ -43,6 +43,7 @@ class Layout:
     framework: str = "megatron"  # the training stack (model/training/frameworks.py): fusion, host cost, overlap defaults
     shard_group: int = 0         # HSDP: GPUs a ZeRO-3 shard group spans (replicated across groups); 0: all of dp x cp
     torch_compile: bool | None = None  # torch.compile fuses element-wise chains; None: the framework's default
+    fused_kernels: bool | None = None  # fused norm/activation/rotary kernels (apex, flash-attn, Liger); None: the framework's
     overlap_dp_comm: bool = True  # gradient reduction / ZeRO gathers overlap compute (Megatron --overlap-grad-reduce)
     overlap_tp_comm: bool = False  # TP collectives overlap GEMMs (Transformer Engine userbuffers --tp-comm-overlap)
     moe_overlap: Literal["none", "dualpipe"] = "none"  # EP all-to-all hidden behind another micro batch
@@ -116,6 +117,7 @@ class Layout:
         parts += [f"stages={'|'.join(map(str, self.stage_layers))}"] if self.stage_layers else []
         parts += [f"framework={self.framework}"] if self.framework != "megatron" else []
         parts += [f"compile={'on' if self.torch_compile else 'off'}"] if self.torch_compile is not None else []
+        parts += [f"fused-kernels={'on' if self.fused_kernels else 'off'}"] if self.fused_kernels is not None else []
         return " ".join(parts)
 
     def to_dict(self) -> dict:

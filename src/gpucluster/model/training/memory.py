@@ -56,7 +56,7 @@ def activation_per_layer(spec: TransformerSpec, lay: Layout, seq_len: int, recom
                                                     flash_attention=lay.flash_attention)
     per_layer = total / spec.layers
     fw = frameworks.get(lay.framework)
-    if recompute != "full" and not frameworks.fused(fw, lay.torch_compile):
+    if recompute != "full" and not frameworks.fused(fw, lay.torch_compile, lay.fused_kernels):
         per_layer += eager_activation_bytes(spec, lay, seq_len)
     return per_layer
 
@@ -112,7 +112,7 @@ class MemoryTerms:
         # of the same micro batch, tp, sp, cp and attention (the same shape)
         self._act: dict[str, float] = self._shared.setdefault(
             ("activation", lay.micro_batch, lay.tp, lay.sequence_parallel, lay.cp, lay.flash_attention,
-             lay.framework, lay.torch_compile), {})
+             lay.framework, lay.torch_compile, lay.fused_kernels), {})
         self._wgo: dict[int, dict[str, float]] = self._shared.setdefault(
             ("wgo", lay.tp, lay.pp, lay.dp, lay.ep, lay.precision, lay.cp, lay.expert_tp), {})
 

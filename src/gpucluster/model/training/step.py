@@ -100,7 +100,7 @@ def _layer(spec: TransformerSpec, lay: Layout, fab: TrainingFabric, seq_len: int
     """One layer's forward on one GPU; only the fields below matter, so the search shares it."""
     key = (lay.tp, lay.cp, lay.ep, lay.etp, lay.micro_batch, lay.overlap_tp_comm, lay.sequence_parallel,
            lay.precision, lay.flash_attention, lay.moe_dispatcher, lay.moe_fp8_dispatch, lay.moe_imbalance,
-           lay.attention_kernel, lay.framework, lay.torch_compile)
+           lay.attention_kernel, lay.framework, lay.torch_compile, lay.fused_kernels)
     return _layer_cached(spec, key, fab, seq_len, dense)
 
 
@@ -108,14 +108,16 @@ def _layer(spec: TransformerSpec, lay: Layout, fab: TrainingFabric, seq_len: int
 def _layer_cached(spec: TransformerSpec, key: tuple, fab: TrainingFabric, seq_len: int,
                   dense: bool | None) -> _LayerTimes:
     (tp, cp, ep, etp, micro_batch, overlap_tp_comm, sequence_parallel, precision, flash_attention, moe_dispatcher,
-     moe_fp8_dispatch, moe_imbalance, attention_kernel, framework, torch_compile) = key
+     moe_fp8_dispatch, moe_imbalance, attention_kernel, framework, torch_compile, fused_kernels) = key
     lay = Layout(tp=tp, cp=cp, ep=ep, etp=etp, micro_batch=micro_batch, overlap_tp_comm=overlap_tp_comm,
                  sequence_parallel=sequence_parallel, precision=precision, flash_attention=flash_attention,
                  moe_dispatcher=moe_dispatcher, moe_fp8_dispatch=moe_fp8_dispatch, moe_imbalance=moe_imbalance,
-                 attention_kernel=attention_kernel, framework=framework, torch_compile=torch_compile)
+                 attention_kernel=attention_kernel, framework=framework, torch_compile=torch_compile,
+                 fused_kernels=fused_kernels)
     k = layer_kernels(spec, fab.gpu_name, lay.precision, lay.micro_batch, lay.tp, lay.cp, lay.sequence_parallel,
                       lay.ep, seq_len, dense, lay.flash_attention, expert_imbalance(lay), lay.expert_tp,
-                      kernel=lay.attention_kernel, framework=lay.framework, torch_compile=lay.torch_compile)
+                      kernel=lay.attention_kernel, framework=lay.framework, torch_compile=lay.torch_compile,
+                      fused_kernels=lay.fused_kernels)
     tokens = lay.micro_batch * seq_len / lay.cp
     act = tokens * spec.hidden * ACT_BYTES
     tp = 0.0
