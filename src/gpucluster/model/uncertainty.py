@@ -7,10 +7,10 @@ this many times the predicted one"), each from a prediction whose fitted constan
 saw that case's source (leave-one-source-out, benchmarks/cross_validate.py).
 
 A *band* is the central LEVEL (80%) interval of log(ratio) over the residuals of one regime,
-every source weighing the same in all (a source
-with 400 runs of one stack must not decide the interval of every other stack); each side
-is the wider of the symmetric |log| quantile and its own percentile (band_of). An interval
-is the prediction times the band, widened to hold the prediction itself.
+every source weighing the same in all (a source with 400 runs of one stack must not decide
+the interval of every other stack); each side is the wider of the symmetric |log| quantile
+and its own percentile (band_of). An interval is the prediction times the band, widened to
+hold the prediction itself.
 
 Pooling hierarchy: the regime's features are dropped from the last to the first
 (regime.TRAINING_FEATURES / SERVING_FEATURES) until the pooled regime holds at least
