@@ -25,6 +25,9 @@ def test_catalog_lists_and_shows_sources():
 
 def test_catalog_unknown_name_suggests():
     assert_one_line_error(run("catalog", "H1OO"), "unknown catalog entry", "H100")
+    # A family's name is not an entry: the error says how to list one.
+    assert_one_line_error(run("catalog", "gpus"), "unknown catalog entry", "--kind gpu")
+    assert_one_line_error(run("catalog", "switches"), "--kind switch")
 
 
 def test_schema_cluster_is_json_schema():

@@ -158,6 +158,10 @@ class Catalog:
                 return family, reg.get(gpu_name)
         all_names = [n for reg in self.families().values() for n in reg.names()]
         from gpucluster.errors import unknown_name
+        plural = {form: f for f in self.families() for form in (f, f"{f}s", f"{f}es")}
+        kind = plural.get(name.strip().lower())
+        if kind:   # `catalog gpus`: a family, not an entry
+            raise unknown_name("catalog entry", name, all_names, suggest=[f"--kind {kind}"])
         raise unknown_name("catalog entry", name, all_names)
 
 
