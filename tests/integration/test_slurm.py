@@ -192,13 +192,14 @@ def test_killed_job_is_reported_failed(slurm, tmp_path):
 
 
 def _history_of(slurm, scripts: list[list[str]]) -> None:
-    for argv in scripts:
-        slurm.run(["sbatch", *argv])
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:  # until slurmdbd has every job, ended
+    ids = {slurm.run(["sbatch", "--parsable", *argv]).stdout.strip().split(";")[0] for argv in scripts}
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:  # until slurmdbd has every job submitted here, ended
         q = slurm.run(["squeue", "-h"], check=False).stdout.strip()
         hist = slurm.run(["sacct", "-a", "-X", "-P", "-n", "-o", "JobID,State"], check=False).stdout
-        if not q and hist and all(s.split("|")[1] not in ("PENDING", "RUNNING") for s in hist.splitlines()):
+        states = dict(ln.split("|")[:2] for ln in hist.splitlines() if "|" in ln)
+        # squeue empties before slurmdbd has recorded the last jobs on a busy machine: wait for ours by id.
+        if not q and ids <= states.keys() and all(v not in ("PENDING", "RUNNING") for v in states.values()):
             break
         time.sleep(1)
 
