@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 from gpucluster.errors import UserError
 from gpucluster.generate.plan_file import JobPlan
+from gpucluster.model.training import frameworks
 
 # Every flag this module writes, and the megatron-core config field it sets (None: a
 # training-loop argument that no core config holds). Sources: megatron-core 0.16.1's
@@ -104,11 +105,6 @@ def layout_string(counts: list[int]) -> str:
     return "".join(out) + stages[-1]
 
 
-# Plans whose step time is Megatron-Core's (NeMo runs it through its recipes): the job these
-# arguments start is the one predicted.
-MEGATRON_CORE_PLANS = ("megatron", "nemo")
-
-
 def megatron_args(plan: JobPlan) -> MegatronArgs:
     lay = plan.layout
     res = MegatronArgs()
@@ -148,8 +144,10 @@ def megatron_args(plan: JobPlan) -> MegatronArgs:
         out.append("--tp-comm-overlap")
     _moe(plan, res, refuse)
     fw = lay.get("framework", "megatron")
-    if fw not in MEGATRON_CORE_PLANS:
-        # The layout carries over; the stack does not: Megatron-LM runs its fused kernels and overlap.
+    stack = frameworks.FRAMEWORKS.get(fw)
+    if stack is not None and not stack.megatron_core:
+        # The layout carries over; the stack does not: Megatron-LM runs Megatron-Core's kernels and overlap
+        # (a Megatron-Core plan, megatron or NeMo's recipes, predicted the job these arguments start).
         res.warnings.append(f"{plan.source}: best.layout.framework: the plan is {fw}'s (its kernels, overlap and "
                             "sharding set the predicted step time); these are Megatron-LM's arguments for the same "
                             "layout, which runs Megatron-Core's: plan with --framework megatron for this job's figure")
