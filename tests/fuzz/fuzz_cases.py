@@ -188,6 +188,49 @@ PLAN_COMMANDS = [["generate", "slurm", "{f}"], ["generate", "torchrun", "{f}"], 
                  ["generate", "k8s", "{f}"]]
 
 
+# Training validation cases that state every stack field (aliases, the kernel, fused kernels, expert
+# imbalance, HSDP, compile), one dense and one MoE: what `validate` reads from a user's own file.
+VALIDATION_CASES = [
+    {"id": "dense", "kind": "training", "source": "s", "notes": "n",
+     "hardware": {"gpu": "H100-SXM5-80GB", "gpus": 16, "gpus_per_node": 8,
+                  "scale_out": {"type": "infiniband", "gbps_per_nic": 400, "nics_per_node": 8}},
+     "model": {"layers": 4, "hidden": 1024, "heads": 8, "kv_heads": 8, "ffn_hidden": 2816, "gated_mlp": True,
+               "vocab": 32000, "seq_len": 2048},
+     "training": {"global_batch": 32, "micro_batch": 2, "tp": 1, "pp": 1, "dp": 16, "cp": 1, "ep": 1,
+                  "interleave": 1, "sequence_parallel": False, "recompute": "none", "zero": 3, "precision": "bf16",
+                  "attention": "fa2", "framework": "fsdp2", "fused_kernels": True, "torch_compile": False,
+                  "shard_group": 8, "flops_counted": "model"},
+     "measured": {"tokens_per_s_per_gpu": 20000.0}},
+    {"id": "moe", "kind": "training",
+     "hardware": {"gpu": "B300", "gpus": 8, "gpus_per_node": 8},
+     "model": {"layers": 2, "hidden": 1024, "heads": 8, "ffn_hidden": 2048, "gated_mlp": True, "vocab": 32000,
+               "seq_len": 2048, "experts": 16, "experts_per_token": 2, "moe_ffn_hidden": 512},
+     "training": {"global_batch": 16, "micro_batch": 1, "tp": 1, "pp": 1, "dp": 8, "cp": 1, "ep": 8,
+                  "interleave": 1, "sequence_parallel": False, "recompute": "none", "zero": 1,
+                  "framework": "megatron-core", "attention": "te", "moe_imbalance": 1.2},
+     "measured": {"mfu": 0.3}},
+]
+VALIDATION_RULES: dict[tuple, Rule] = {
+    ("cases", "*", "training", "moe_imbalance"): Rule(1, 64, optional=True),   # null: the documented default
+    ("cases", "*", "training", "global_batch"): Rule(1, math.inf, integer=True),
+    ("cases", "*", "training", "shard_group"): Rule(1, math.inf, integer=True),
+}
+
+
+def validation_case(src: Source, slow: bool) -> Case:
+    """A training validation file that states the stack, mutated, predicted by `validate`."""
+    data = {"schema": "gpucluster-validation/v1", "cases": VALIDATION_CASES}
+    if src.pick([True, True, True, False]):
+        data, note = mutate_data(src, data, [("cases", 0, "id"), ("cases", 0, "training", "framework"),
+                                             ("cases", 1, "training", "attention")], focus=list(VALIDATION_RULES))
+        body, refuse = to_yaml(data), must_refuse(VALIDATION_RULES)
+    else:
+        body, note = mutate_text(src, yaml.safe_dump(data, sort_keys=False))
+        refuse = False
+    cmd = src.pick([["validate", "{f}"], ["validate", "{f}", "--json"]])
+    return Case("validation", [a.replace("{f}", "{dir}/v.yaml") for a in cmd], {"v.yaml": body}, note, refuse)
+
+
 def plan_case(src: Source, slow: bool) -> Case:
     """A `plan train --json` document mutated, turned into job files by `generate`."""
     data = json.loads((DATA / "plan-13b.json").read_text())
@@ -355,9 +398,9 @@ from fuzz_option_cases import OPTION_KINDS  # noqa: E402
 
 KINDS = {"cluster": cluster_case, "job": job_case, "model": model_case, "prices": price_case,
          "scenario": scenario_case, "trace": trace_case, "plan": plan_case, "result": result_case,
-         "option": option_case, "nodes": node_list_case, **ENTRY_KINDS, **OPTION_KINDS}
-FAST_KINDS = ("cluster", "cluster", "cluster", "job", "model", "prices", "plan", "result", "option", "api", "api",
-              "outpath", "timeopt", "slurm", "anyopt", "anyopt", "init", "local")
+         "option": option_case, "nodes": node_list_case, "validation": validation_case, **ENTRY_KINDS, **OPTION_KINDS}
+FAST_KINDS = ("cluster", "cluster", "cluster", "job", "model", "prices", "plan", "validation", "result", "option",
+              "api", "api", "outpath", "timeopt", "slurm", "anyopt", "anyopt", "init", "local")
 
 
 def make_case(src: Source, slow: bool = False, kinds: Sequence[str] | None = None) -> Case:
