@@ -35,7 +35,7 @@ def table(files: list[Path]) -> str:
              "## Summary (absolute error; coverage of the 80% intervals)", "",
              "Coverage: the share of predictions whose measured value lies inside their 80% interval",
              "(catalog/data/intervals.yaml). The table was calibrated on these files, so this coverage is",
-             "in-sample; the cross-validated one is in docs/validation.md. Bias: the mean of predicted speed /",
+             "in-sample; the cross-validated one is in docs/validation.md. Bias (in-sample too): the mean of predicted speed /",
              "measured - 1 (a time's error flipped), positive where the model predicts faster than measured.", "",
              "| kind | cases | predicted | median | mean | max | bias | coverage | median half-width |",
              "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
